@@ -1,1 +1,1 @@
-# Rules for man/.
+dist_man_MANS += man/rdmaproxy.conf.5

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: MIT */
+/* Loop glue: the manager's libuv handles and what they call. */
+#include "manager.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clients.h"
+#include "log.h"
+#include "notify.h"
+#include "rdma_dev.h"
+#include "util.h"
+
+/* After EMFILE/ENFILE, stop accepting for a moment instead of spinning. */
+#define ACCEPT_PAUSE_MS 100
+
+static void on_close_free_nothing(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static void close_handle(uv_handle_t *h)
+{
+	if (h->loop && !uv_is_closing(h))
+		uv_close(h, on_close_free_nothing);
+}
+
+void manager_status_line(const struct manager *m, char *buf, size_t len)
+{
+	char sz[32];
+
+	snprintf(buf, len, "%s transport, 0/%zu peers up, %u clients, %s registered",
+		 config_transport_name(m->transport), m->cfg->n_peers, clients_count(m->clients),
+		 fmt_bytes(clients_registered_bytes(m->clients), sz, sizeof(sz)));
+}
+
+void manager_stop(struct manager *m, int exit_code)
+{
+	if (m->stopping)
+		return;
+	m->stopping = true;
+	m->exit_code = exit_code;
+	notify_stopping();
+	clients_shutdown(m->clients);
+	close_handle((uv_handle_t *)&m->listen_poll);
+	close_handle((uv_handle_t *)&m->comp_poll);
+	close_handle((uv_handle_t *)&m->async_poll);
+	close_handle((uv_handle_t *)&m->sig_term);
+	close_handle((uv_handle_t *)&m->sig_int);
+	close_handle((uv_handle_t *)&m->sig_hup);
+	close_handle((uv_handle_t *)&m->watchdog);
+	close_handle((uv_handle_t *)&m->accept_pause);
+	listener_close(&m->listener);
+}
+
+static void on_listen(uv_poll_t *h, int status, int events);
+
+static void on_accept_resume(uv_timer_t *t)
+{
+	struct manager *m = t->data;
+
+	if (!m->stopping)
+		uv_poll_start(&m->listen_poll, UV_READABLE, on_listen);
+}
+
+static void accept_all(struct manager *m)
+{
+	for (;;) {
+		int fd = accept4(m->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd >= 0) {
+			clients_accept(m->clients, fd);
+			continue;
+		}
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno == EMFILE || errno == ENFILE) {
+			log_warn("cannot accept a client: %s; pausing accepts", strerror(errno));
+			uv_poll_stop(&m->listen_poll);
+			uv_timer_start(&m->accept_pause, on_accept_resume, ACCEPT_PAUSE_MS, 0);
+		} else if (errno != EAGAIN) {
+			log_err("accept on %s: %s", m->listener.path, strerror(errno));
+		}
+		return;
+	}
+}
+
+static void on_listen(uv_poll_t *h, int status, int events)
+{
+	struct manager *m = h->data;
+
+	if (status < 0) {
+		log_err("listening socket: %s", uv_strerror(status));
+		return;
+	}
+	accept_all(m);
+}
+
+static void on_comp(uv_poll_t *h, int status, int events)
+{
+	struct manager *m = h->data;
+	int r;
+
+	if (status < 0) {
+		log_err("completion channel: %s", uv_strerror(status));
+		return;
+	}
+	r = rdev_cq_event(m->rdev);
+	if (r < 0)
+		log_err("completion queue: %s", strerror(-r));
+}
+
+static void on_async(uv_poll_t *h, int status, int events)
+{
+	struct manager *m = h->data;
+	char desc[128];
+	int fatal = 0, r;
+
+	while ((r = rdev_async_event(m->rdev, desc, sizeof(desc), &fatal)) > 0) {
+		if (fatal) {
+			log_err("RDMA device event: %s; stopping", desc);
+			manager_stop(m, EXIT_FAILURE);
+			return;
+		}
+		log_notice("RDMA device event: %s", desc);
+	}
+	if (r < 0)
+		log_err("reading RDMA async events: %s", strerror(-r));
+}
+
+static void on_stop_signal(uv_signal_t *h, int signum)
+{
+	struct manager *m = h->data;
+
+	log_info("received %s, shutting down", strsignal(signum));
+	manager_stop(m, EXIT_SUCCESS);
+}
+
+static void warn_fixed(const struct config *old, const struct config *new)
+{
+	if (strcmp(old->socket_path, new->socket_path) || old->socket_mode != new->socket_mode)
+		log_warn("reload: socket settings changed; they apply at the next restart");
+	if (old->transport != new->transport ||
+	    (old->device && (!new->device || strcmp(old->device, new->device))) ||
+	    (!old->device && new->device) || old->port_num != new->port_num ||
+	    old->cq_depth != new->cq_depth)
+		log_warn("reload: transport or [verbs] settings changed; they apply at the next "
+			 "restart");
+	if (strcmp(old->listen_host, new->listen_host) || old->listen_port != new->listen_port)
+		log_warn("reload: listen changed; it applies at the next restart");
+	if (strcmp(old->node_name, new->node_name))
+		log_warn("reload: node_name changed; it applies at the next restart");
+}
+
+static void reload(struct manager *m)
+{
+	struct config *cfg = NULL;
+	char err[512], status[256];
+	int r;
+
+	notify_reloading();
+	r = config_load(m->config_path, &cfg, err, sizeof(err));
+	if (r < 0) {
+		log_err("reload rejected, keeping the running configuration: %s", err);
+	} else {
+		warn_fixed(m->cfg, cfg);
+		config_free(m->cfg);
+		m->cfg = cfg;
+		log_set_level(cfg->log_level);
+		log_info("reloaded %s: log level %s, %zu peer(s)", m->config_path,
+			 log_level_name(cfg->log_level), cfg->n_peers);
+	}
+	manager_status_line(m, status, sizeof(status));
+	notify_ready(status);
+}
+
+static void on_hup(uv_signal_t *h, int signum)
+{
+	reload(h->data);
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+	notify_watchdog();
+}
+
+static int select_transport(struct manager *m)
+{
+	const struct config *cfg = m->cfg;
+	char why[240] = "";
+	int r;
+
+	if (cfg->transport == RP_TRANSPORT_TCP) {
+		m->transport = RP_TRANSPORT_TCP;
+		snprintf(m->transport_why, sizeof(m->transport_why), "transport = tcp in config");
+		return 0;
+	}
+	r = rdev_open(cfg->device, cfg->port_num, cfg->cq_depth, &m->rdev, why, sizeof(why));
+	if (r == 0) {
+		struct rdev_info info;
+
+		m->transport = RP_TRANSPORT_VERBS;
+		rdev_query(m->rdev, &info);
+		snprintf(m->transport_why, sizeof(m->transport_why), "%s port %u, %s, MTU %u",
+			 info.name, info.port, info.state, info.active_mtu);
+		return 0;
+	}
+	if (cfg->transport == RP_TRANSPORT_VERBS) {
+		log_err("transport = verbs, but %s", why);
+		return r;
+	}
+	m->transport = RP_TRANSPORT_TCP;
+	snprintf(m->transport_why, sizeof(m->transport_why), "no usable RDMA device: %s", why);
+	return 0;
+}
+
+static int start_poll(struct manager *m, uv_poll_t *p, int fd, uv_poll_cb cb)
+{
+	int r = uv_poll_init(&m->loop, p, fd);
+
+	if (r < 0)
+		return r;
+	p->data = m;
+	return uv_poll_start(p, UV_READABLE, cb);
+}
+
+static int start_signal(struct manager *m, uv_signal_t *s, int signum, uv_signal_cb cb)
+{
+	int r = uv_signal_init(&m->loop, s);
+
+	if (r < 0)
+		return r;
+	s->data = m;
+	return uv_signal_start(s, cb, signum);
+}
+
+static int start_handles(struct manager *m)
+{
+	int r;
+
+	r = start_poll(m, &m->listen_poll, m->listener.fd, on_listen);
+	if (!r && m->rdev)
+		r = start_poll(m, &m->comp_poll, rdev_comp_fd(m->rdev), on_comp);
+	if (!r && m->rdev)
+		r = start_poll(m, &m->async_poll, rdev_async_fd(m->rdev), on_async);
+	if (!r)
+		r = start_signal(m, &m->sig_term, SIGTERM, on_stop_signal);
+	if (!r)
+		r = start_signal(m, &m->sig_int, SIGINT, on_stop_signal);
+	if (!r)
+		r = start_signal(m, &m->sig_hup, SIGHUP, on_hup);
+	if (!r)
+		r = uv_timer_init(&m->loop, &m->watchdog);
+	m->watchdog.data = m;
+	if (!r)
+		r = uv_timer_init(&m->loop, &m->accept_pause);
+	m->accept_pause.data = m;
+	m->watchdog_usec = notify_watchdog_usec();
+	if (!r && m->watchdog_usec) {
+		/* Ping at half the interval, from the loop itself: a stuck loop stops pinging. */
+		uint64_t ms = m->watchdog_usec / 2000 ? m->watchdog_usec / 2000 : 1;
+
+		r = uv_timer_start(&m->watchdog, on_watchdog, 0, ms);
+	}
+	return r;
+}
+
+static uint64_t new_incarnation(void)
+{
+	uint64_t v = 0;
+
+	while (v == 0)
+		if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+			v = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	return v;
+}
+
+static int open_all(struct manager *m)
+{
+	char why[512];
+	int r;
+
+	r = select_transport(m);
+	if (r < 0)
+		return r;
+	r = listener_open(m->cfg, &m->listener, why, sizeof(why));
+	if (r < 0) {
+		log_err("%s", why);
+		return r;
+	}
+	if (m->listener.fell_back)
+		log_notice("the default socket directory is not writable by this user; listening on "
+			   "%s instead (set RDMAPROXY_SOCKET=%s for clients)",
+			   m->listener.path, m->listener.path);
+	r = clients_new(m, &m->clients);
+	if (r < 0) {
+		log_err("cannot set up client sessions: %s", strerror(-r));
+		return r;
+	}
+	r = start_handles(m);
+	if (r < 0)
+		log_err("cannot start the event loop: %s", uv_strerror(r));
+	return r;
+}
+
+int manager_new(const char *config_path, struct manager **ret)
+{
+	struct manager *m = calloc(1, sizeof(*m));
+	char err[512];
+	int r;
+
+	if (!m)
+		return -ENOMEM;
+	m->listener.fd = -1;
+	m->config_path = strdup(config_path);
+	if (!m->config_path) {
+		r = -ENOMEM;
+		goto out_free;
+	}
+	r = config_load(config_path, &m->cfg, err, sizeof(err));
+	if (r < 0) {
+		log_err("%s", err);
+		goto out_free;
+	}
+	log_set_level(m->cfg->log_level);
+	r = uv_loop_init(&m->loop);
+	if (r < 0)
+		goto out_free;
+	m->loop.data = m;
+	m->incarnation = new_incarnation();
+	m->started = time(NULL);
+	r = open_all(m);
+	if (r < 0)
+		goto out_free;
+	*ret = m;
+	return 0;
+
+out_free:
+	manager_stop(m, EXIT_FAILURE);
+	manager_free(m);
+	return r;
+}
+
+int manager_run(struct manager *m)
+{
+	char status[256];
+
+	log_info("rdmaproxyd %s: node %s, %s transport (%s), listening on %s%s", PACKAGE_VERSION,
+		 m->cfg->node_name, config_transport_name(m->transport), m->transport_why,
+		 m->listener.path, m->listener.activated ? " (socket-activated)" : "");
+	manager_status_line(m, status, sizeof(status));
+	notify_ready(status);
+	uv_run(&m->loop, UV_RUN_DEFAULT);
+	log_info("stopped");
+	return m->exit_code;
+}
+
+struct manager *manager_free(struct manager *m)
+{
+	if (!m)
+		return NULL;
+	if (m->loop.data) {
+		/* Let close callbacks run, then the loop must be empty. */
+		uv_run(&m->loop, UV_RUN_DEFAULT);
+		if (uv_loop_close(&m->loop) == UV_EBUSY)
+			log_err("event loop still has open handles at exit");
+	}
+	m->clients = clients_free(m->clients);
+	m->rdev = rdev_free(m->rdev);
+	config_free(m->cfg);
+	free(m->config_path);
+	free(m);
+	return NULL;
+}

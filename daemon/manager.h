@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The manager owns everything the daemon runs: the config, the one libuv
+ * loop, the RDMA device, the listening socket, the client sessions and the
+ * systemd integration. main() is a short run() around it.
+ */
+#ifndef RP_DAEMON_MANAGER_H
+#define RP_DAEMON_MANAGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include <uv.h>
+
+#include "config.h"
+#include "listener.h"
+
+struct rdev;
+struct clients;
+
+struct manager {
+	uv_loop_t loop;
+	struct config *cfg;
+	char *config_path;
+
+	enum rp_transport_kind transport; /* effective: VERBS or TCP */
+	char transport_why[320];	  /* why auto chose what it chose */
+	struct rdev *rdev;		  /* NULL on tcp */
+	uint64_t incarnation;		  /* random per start, never 0 */
+	time_t started;
+
+	struct listener listener;
+	uv_poll_t listen_poll;
+	uv_poll_t comp_poll;
+	uv_poll_t async_poll;
+	uv_signal_t sig_term, sig_int, sig_hup;
+	uv_timer_t watchdog;
+	uv_timer_t accept_pause;
+	uint64_t watchdog_usec;
+
+	struct clients *clients;
+	bool stopping;
+	int exit_code;
+};
+
+int manager_new(const char *config_path, struct manager **ret);
+/* Run the loop until SIGTERM/SIGINT; returns the process exit code. */
+int manager_run(struct manager *m);
+struct manager *manager_free(struct manager *m);
+
+/* One human line for systemd's STATUS= and `rdmaproxyctl status`. */
+void manager_status_line(const struct manager *m, char *buf, size_t len);
+/* Stop the daemon from inside the loop (fatal device error, signal). */
+void manager_stop(struct manager *m, int exit_code);
+
+#endif

@@ -1,0 +1,90 @@
+# Shared shell for integration tests: TAP output, temporary directories,
+# daemons started with timeouts and always cleaned up.
+# shellcheck shell=bash
+set -u
+
+: "${top_builddir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${top_srcdir:=$top_builddir}"
+RPD="$top_builddir/daemon/rdmaproxyd"
+HELPERS="$top_builddir/tests/helpers"
+
+T_N=0
+T_FAIL=0
+T_PIDS=()
+T_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rp-test.XXXXXX")
+
+t_cleanup() {
+	local p
+	for p in "${T_PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	sleep 0.2
+	for p in "${T_PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$T_DIR"
+}
+trap t_cleanup EXIT
+
+ok() { # ok COND-EXIT-STATUS NAME
+	T_N=$((T_N + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $T_N - $2"
+	else
+		echo "not ok $T_N - $2"
+		T_FAIL=$((T_FAIL + 1))
+	fi
+}
+
+diag() { sed 's/^/# /' "$@"; }
+
+t_done() {
+	echo "1..$T_N"
+	[ "$T_FAIL" -eq 0 ]
+}
+
+# wait_for SECONDS CMD...: retry CMD every 50 ms until it succeeds.
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		[ $SECONDS -ge "$deadline" ] && return 1
+		sleep 0.05
+	done
+}
+
+# write_conf FILE [extra lines...]: a tcp-transport config on private paths.
+write_conf() {
+	local f=$1
+	shift
+	{
+		echo "[daemon]"
+		echo "node_name = testnode"
+		echo "socket = $T_DIR/rp.sock"
+		echo "transport = tcp"
+		echo "listen = none"
+		echo "log_level = debug"
+		printf '%s\n' "$@"
+	} >"$f"
+}
+
+# start_daemon LOG ARGS...: runs rdmaproxyd in the foreground in the background.
+start_daemon() {
+	local log=$1
+	shift
+	"$RPD" --foreground "$@" >"$log" 2>&1 &
+	T_LAST_PID=$!
+	T_PIDS+=("$T_LAST_PID")
+}
+
+# stop_daemon PID: SIGTERM, wait up to 10 s, return its exit status.
+stop_daemon() {
+	local pid=$1 i
+	kill -TERM "$pid" 2>/dev/null
+	for i in $(seq 200); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	wait "$pid"
+}

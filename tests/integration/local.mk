@@ -1,0 +1,6 @@
+# Integration tests: real daemons on temporary sockets.
+check_PROGRAMS += tests/helpers/notify-listen tests/helpers/rp-probe
+tests_helpers_notify_listen_SOURCES = tests/helpers/notify-listen.c
+tests_helpers_rp_probe_SOURCES = tests/helpers/rp-probe.c
+TESTS += tests/integration/test-daemon.sh
+EXTRA_DIST += tests/integration/lib.sh tests/integration/test-daemon.sh

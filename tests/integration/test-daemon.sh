@@ -1,0 +1,204 @@
+#!/bin/bash
+# The daemon's life cycle on the tcp transport: options, config checks,
+# systemd notifications and watchdog, reload, socket activation, stale and
+# live sockets, bad client input.
+. "$(dirname "$0")/lib.sh"
+
+PROBE="$HELPERS/rp-probe"
+SOCK="$T_DIR/rp.sock"
+CONF="$T_DIR/rp.conf"
+LOG="$T_DIR/daemon.log"
+
+# --- options -------------------------------------------------------------
+"$RPD" --version | grep -q '^rdmaproxyd [0-9]'
+ok $? "--version prints the version"
+"$RPD" --help | grep -q -- '--check-config'
+ok $? "--help lists the options"
+"$RPD" --bogus >/dev/null 2>&1
+[ $? -eq 2 ]
+ok $? "an unknown option exits 2"
+
+# --- --check-config ------------------------------------------------------
+"$RPD" --check-config -c "$top_srcdir/conf/rdmaproxy.conf" >/dev/null
+ok $? "the shipped config passes --check-config"
+printf '[daemon]\nnode_name = a\nbogus = 1\n' >"$T_DIR/bad.conf"
+out=$("$RPD" --check-config -c "$T_DIR/bad.conf" 2>&1)
+rc=$?
+[ $rc -eq 1 ] && [ "$out" = "${out#*$'\n'}" ] && echo "$out" | grep -q "^$T_DIR/bad.conf:3: "
+ok $? "a bad config gives FILE:LINE and exit 1 ($out)"
+"$RPD" --check-config -c "$T_DIR/missing.conf" 2>&1 | grep -q "missing.conf: No such file"
+ok $? "a missing config is named"
+
+# --- systemd-analyze verify ----------------------------------------------
+if [ -n "${SYSTEMD_ANALYZE:-}" ]; then
+	mkdir -p "$T_DIR/units"
+	sed -e "s|^ExecStart=[^ ]*|ExecStart=$RPD|" "$top_builddir/systemd/rdmaproxy.service" \
+		>"$T_DIR/units/rdmaproxy.service"
+	cp "$top_srcdir/systemd/rdmaproxy.socket" "$T_DIR/units/"
+	"$SYSTEMD_ANALYZE" verify "$T_DIR/units/rdmaproxy.service" \
+		"$T_DIR/units/rdmaproxy.socket" >"$T_DIR/verify.log" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] && ! grep -q rdmaproxy "$T_DIR/verify.log"
+	ok $? "systemd-analyze verify accepts both units"
+	[ $rc -eq 0 ] || diag "$T_DIR/verify.log"
+else
+	echo "ok $((T_N += 1)) # SKIP systemd-analyze is not installed"
+fi
+
+# --- notifications, watchdog, reload, stop ----------------------------------
+write_conf "$CONF"
+"$HELPERS/notify-listen" "$T_DIR/notify.sock" >"$T_DIR/notify.log" &
+T_PIDS+=($!)
+wait_for 5 test -S "$T_DIR/notify.sock"
+NOTIFY_SOCKET="$T_DIR/notify.sock" WATCHDOG_USEC=200000 start_daemon "$LOG" -c "$CONF"
+PID=$T_LAST_PID
+wait_for 10 grep -q READY=1 "$T_DIR/notify.log"
+ok $? "READY=1 is sent"
+grep -q 'READY=1 STATUS=tcp transport, 0/0 peers up, 0 clients' "$T_DIR/notify.log"
+ok $? "STATUS= comes with READY=1 and is one human line"
+wait_for 5 grep -q WATCHDOG=1 "$T_DIR/notify.log"
+ok $? "WATCHDOG=1 is sent when WATCHDOG_USEC is set"
+sleep 0.5
+[ "$(grep -c WATCHDOG=1 "$T_DIR/notify.log")" -ge 3 ]
+ok $? "WATCHDOG=1 repeats at half the interval"
+"$PROBE" "$SOCK" status >"$T_DIR/probe.out"
+ok $? "the daemon answers hello and status on its socket"
+grep -q '^transport=tcp$' "$T_DIR/probe.out" && grep -q '^node=testnode$' "$T_DIR/probe.out"
+ok $? "hello reports node name and transport"
+
+# reload: a good config changes the log level
+write_conf "$CONF"
+sed -i 's/^log_level = debug/log_level = warning/' "$CONF"
+kill -HUP "$PID"
+wait_for 5 grep -q 'RELOADING=1' "$T_DIR/notify.log"
+ok $? "SIGHUP sends RELOADING=1"
+wait_for 5 sh -c "grep -A100 RELOADING=1 '$T_DIR/notify.log' | grep -q READY=1"
+ok $? "READY=1 follows the reload"
+"$PROBE" "$SOCK" status >/dev/null
+ok $? "the daemon still answers after a good reload"
+# the new level (warning) hides the info line about a second reload
+kill -HUP "$PID"
+sleep 0.5
+! grep -q 'reloaded .*log level warning.*' "$LOG" || [ "$(grep -c 'reloaded' "$LOG")" -eq 1 ]
+ok $? "the reloaded log level is applied"
+
+# reload: a broken config is rejected and the running one kept
+printf '[daemon]\nsocket = relative/path\n' >"$CONF"
+kill -HUP "$PID"
+wait_for 5 grep -q "reload rejected, keeping the running configuration: $CONF:2:" "$LOG"
+ok $? "a broken config on SIGHUP is rejected with FILE:LINE"
+"$PROBE" "$SOCK" status >/dev/null
+ok $? "the daemon keeps serving after a rejected reload"
+
+# bad client input ends that client, never the daemon
+"$PROBE" "$SOCK" garbage
+ok $? "a malformed message disconnects the client"
+"$PROBE" "$SOCK" nohello
+ok $? "a request before hello disconnects the client"
+"$PROBE" "$SOCK" fd
+ok $? "an fd on a message that takes none disconnects the client"
+"$PROBE" "$SOCK" oversize
+ok $? "an oversized message disconnects the client"
+"$PROBE" "$SOCK" version 7 9 >"$T_DIR/ver.out"
+[ $? -eq 1 ] && grep -q 'daemon_versions=1..1' "$T_DIR/ver.out"
+ok $? "a protocol version mismatch is refused with the daemon's range"
+grep -q 'speaks protocol 7..9' "$LOG"
+ok $? "the daemon logs the version mismatch"
+fds_before=$(ls /proc/$PID/fd | wc -l)
+for i in $(seq 20); do "$PROBE" "$SOCK" fd; done
+sleep 0.3
+fds_after=$(ls /proc/$PID/fd | wc -l)
+[ "$fds_before" -eq "$fds_after" ]
+ok $? "passed fds are closed: fd count unchanged ($fds_before -> $fds_after)"
+"$PROBE" "$SOCK" status >/dev/null
+ok $? "the daemon survives all of that"
+
+# a second daemon must not steal a live socket
+write_conf "$CONF"
+"$RPD" --foreground -c "$CONF" >"$T_DIR/second.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "another rdmaproxyd is answering on $SOCK" "$T_DIR/second.log"
+ok $? "a second daemon refuses to steal a live socket"
+
+stop_daemon "$PID"
+ok $? "SIGTERM stops the daemon with exit 0"
+grep -q STOPPING=1 "$T_DIR/notify.log"
+ok $? "STOPPING=1 is sent"
+[ ! -e "$SOCK" ]
+ok $? "the socket file is removed on exit"
+
+# --- stale socket --------------------------------------------------------
+start_daemon "$LOG" -c "$CONF"
+PID=$T_LAST_PID
+wait_for 10 test -S "$SOCK"
+kill -KILL "$PID"
+wait "$PID" 2>/dev/null
+[ -S "$SOCK" ]
+ok $? "a killed daemon leaves a stale socket file"
+start_daemon "$LOG" -c "$CONF"
+PID=$T_LAST_PID
+wait_for 10 "$PROBE" "$SOCK" status
+ok $? "a new daemon replaces a stale socket"
+stop_daemon "$PID"
+
+# --- transport selection without an RDMA device ---------------------------
+if ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
+	write_conf "$CONF"
+	sed -i 's/^transport = tcp/transport = verbs/' "$CONF"
+	"$RPD" --foreground -c "$CONF" >"$T_DIR/verbs.log" 2>&1
+	rc=$?
+	[ $rc -eq 1 ] && grep -q 'transport = verbs, but no RDMA devices found' "$T_DIR/verbs.log"
+	ok $? "transport = verbs without a device refuses to start and says why"
+	sed -i 's/^transport = verbs/transport = auto/' "$CONF"
+	start_daemon "$LOG" -c "$CONF"
+	PID=$T_LAST_PID
+	wait_for 10 "$PROBE" "$SOCK" status
+	grep -q 'tcp transport (no usable RDMA device: no RDMA devices found' "$LOG"
+	ok $? "transport = auto without a device says so and runs on tcp"
+	stop_daemon "$PID"
+else
+	echo "ok $((T_N += 1)) # SKIP this host has an RDMA device"
+	echo "ok $((T_N += 1)) # SKIP this host has an RDMA device"
+fi
+
+# --- socket activation ------------------------------------------------------
+if [ -n "${SYSTEMD_SOCKET_ACTIVATE:-}" ]; then
+	write_conf "$CONF"
+	ASOCK="$T_DIR/activated.sock"
+	"$SYSTEMD_SOCKET_ACTIVATE" --seqpacket -l "$ASOCK" \
+		"$RPD" --foreground -c "$CONF" >"$T_DIR/act.log" 2>&1 &
+	APID=$!
+	T_PIDS+=("$APID")
+	wait_for 10 test -S "$ASOCK"
+	"$PROBE" "$ASOCK" status >/dev/null
+	ok $? "socket-activated: serves on the passed socket"
+	wait_for 5 grep -q "listening on $ASOCK (socket-activated)" "$T_DIR/act.log"
+	ok $? "socket-activated: says so in the log"
+	[ ! -e "$SOCK" ]
+	ok $? "socket-activated: does not bind its configured path"
+	stop_daemon "$APID"
+	ok $? "socket-activated: SIGTERM gives exit 0"
+else
+	for i in 1 2 3 4; do echo "ok $((T_N += 1)) # SKIP systemd-socket-activate missing"; done
+fi
+
+# --- non-root fallback to $XDG_RUNTIME_DIR ------------------------------------
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+	XDG="$T_DIR/xdg"
+	mkdir -p "$XDG"
+	chown nobody "$XDG"
+	chmod 755 "$T_DIR"
+	printf '[daemon]\nnode_name = n\ntransport = tcp\nlisten = none\n' >"$T_DIR/user.conf"
+	chmod 644 "$T_DIR/user.conf"
+	XDG_RUNTIME_DIR="$XDG" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$RPD" --foreground -c "$T_DIR/user.conf" >"$T_DIR/user.log" 2>&1 &
+	UPID=$!
+	T_PIDS+=("$UPID")
+	wait_for 10 test -S "$XDG/rdmaproxy/rdmaproxy.sock"
+	ok $? "non-root: falls back to \$XDG_RUNTIME_DIR/rdmaproxy/rdmaproxy.sock"
+	grep -q "listening on $XDG/rdmaproxy/rdmaproxy.sock instead" "$T_DIR/user.log"
+	ok $? "non-root: says so in the log"
+	stop_daemon "$UPID"
+fi
+
+t_done
