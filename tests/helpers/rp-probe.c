@@ -42,7 +42,7 @@ static int conn(const char *path)
 
 static void send_msg(int fd, uint16_t type, uint32_t seq, const void *body, size_t len, int pass)
 {
-	char buf[RP_PROTO_MSG_MAX];
+	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
 	struct rp_hdr *h = (struct rp_hdr *)buf;
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(*h) + len };
 	union {
@@ -55,7 +55,8 @@ static void send_msg(int fd, uint16_t type, uint32_t seq, const void *body, size
 	h->len = (uint32_t)(sizeof(*h) + len);
 	h->type = type;
 	h->seq = seq;
-	memcpy(buf + sizeof(*h), body, len);
+	if (len)
+		memcpy(buf + sizeof(*h), body, len);
 	if (pass >= 0) {
 		struct cmsghdr *cm;
 
@@ -136,7 +137,7 @@ static int expect_hangup(int fd)
 
 int main(int argc, char **argv)
 {
-	static char big[2 * RP_PROTO_MSG_MAX];
+	static _Alignas(8) char big[2 * RP_PROTO_MSG_MAX];
 	int fd, r;
 
 	if (argc < 3) {
