@@ -23,8 +23,6 @@ struct rdev {
 	struct ibv_comp_channel *chan;
 	struct ibv_cq *cq;
 	unsigned unacked;
-	rdev_wc_fn on_wc;
-	void *wc_ctx;
 };
 
 static int set_nonblock(int fd)
@@ -196,12 +194,6 @@ struct ibv_cq *rdev_cq(const struct rdev *d)
 	return d->cq;
 }
 
-void rdev_set_wc_handler(struct rdev *d, rdev_wc_fn fn, void *ctx)
-{
-	d->on_wc = fn;
-	d->wc_ctx = ctx;
-}
-
 static unsigned mtu_bytes(enum ibv_mtu m)
 {
 	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128u << m : 0;
@@ -243,9 +235,12 @@ int rdev_cq_drain(struct rdev *d)
 	int n, i, total = 0;
 
 	while ((n = ibv_poll_cq(d->cq, CQ_POLL_BATCH, wc)) > 0) {
-		for (i = 0; i < n; i++)
-			if (d->on_wc)
-				d->on_wc(d->wc_ctx, &wc[i]);
+		for (i = 0; i < n; i++) {
+			struct rdev_wr *w = (struct rdev_wr *)(uintptr_t)wc[i].wr_id;
+
+			if (w)
+				w->done(w, &wc[i]);
+		}
 		total += n;
 	}
 	return n < 0 ? -EIO : total;

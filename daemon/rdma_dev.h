@@ -17,7 +17,15 @@ struct ibv_pd;
 struct ibv_cq;
 struct ibv_context;
 
-typedef void (*rdev_wc_fn)(void *ctx, const struct ibv_wc *wc);
+/*
+ * Every work request posted on the device's CQ carries, as wr_id, a pointer
+ * to a struct rdev_wr embedded in its owner's state; the drain loop hands
+ * each completion to that owner. So the loopback QP and every peer QP share
+ * one CQ without a lookup table.
+ */
+struct rdev_wr {
+	void (*done)(struct rdev_wr *w, const struct ibv_wc *wc);
+};
 
 #define RDEV_MAX_GIDS 4
 
@@ -42,7 +50,6 @@ struct rdev *rdev_free(struct rdev *d);
 
 int rdev_comp_fd(const struct rdev *d);
 int rdev_async_fd(const struct rdev *d);
-void rdev_set_wc_handler(struct rdev *d, rdev_wc_fn fn, void *ctx);
 int rdev_query(const struct rdev *d, struct rdev_info *info);
 
 struct ibv_context *rdev_context(const struct rdev *d);

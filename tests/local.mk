@@ -5,3 +5,9 @@ include tests/vm/local.mk
 
 TESTS += tests/check-man.sh
 EXTRA_DIST += tests/check-man.sh tests/unit/tap.h
+
+# The verbs loopback module, tested on real rxe inside the guest (tests/vm).
+check_PROGRAMS += tests/helpers/verbs-local-check
+tests_helpers_verbs_local_check_SOURCES = tests/helpers/verbs-local-check.c \
+	daemon/verbs_local.c daemon/verbs_local.h daemon/rdma_dev.c daemon/rdma_dev.h
+tests_helpers_verbs_local_check_LDADD = $(IBVERBS_LIBS) $(RDMACM_LIBS)

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The verbs side of local transfers: memory registration of client regions
+ * and one RC queue pair connected to itself, so that a transfer between two
+ * regions on this host is a real RDMA WRITE or READ done by the device.
+ *
+ * Every submitted operation gets exactly one done callback, with 0 or a
+ * negative errno: -EACCES (the device refused access), -ECANCELED (flushed,
+ * it did not happen), -ETIMEDOUT (outcome unknown). Operations that cannot be
+ * posted yet (send queue full, queue pair being recovered) wait in order.
+ */
+#ifndef RP_DAEMON_VERBS_LOCAL_H
+#define RP_DAEMON_VERBS_LOCAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rdev;
+struct vlocal;
+struct vmr;
+
+typedef void (*vlocal_done_fn)(void *user, int status);
+
+enum vmr_access {
+	VMR_LOCAL_WRITE = 1u << 0,
+	VMR_REMOTE_READ = 1u << 1,
+	VMR_REMOTE_WRITE = 1u << 2,
+};
+
+/* @gid_index < 0: pick a RoCEv2 IPv4 GID if there is one. */
+int vlocal_new(struct rdev *d, uint32_t depth, int gid_index, vlocal_done_fn done,
+	       struct vlocal **ret, char *why, size_t whylen);
+/* Pending operations are completed with -ECANCELED first. */
+struct vlocal *vlocal_free(struct vlocal *v);
+
+/* Register [addr, addr+len) with exactly @access (enum vmr_access bits). */
+int vmr_reg(struct vlocal *v, void *addr, uint64_t len, unsigned access, struct vmr **ret);
+struct vmr *vmr_dereg(struct vmr *mr);
+
+/* Copy @len bytes from @src+@soff to @dst+@doff with an RDMA WRITE. */
+int vlocal_write(struct vlocal *v, struct vmr *src, uint64_t soff, struct vmr *dst, uint64_t doff,
+		 uint64_t len, void *user);
+/* Copy @len bytes from @src+@soff into @dst+@doff with an RDMA READ. */
+int vlocal_read(struct vlocal *v, struct vmr *dst, uint64_t doff, struct vmr *src, uint64_t soff,
+		uint64_t len, void *user);
+
+/* For status and tests. */
+uint32_t vlocal_qp_num(const struct vlocal *v);
+unsigned vlocal_recoveries(const struct vlocal *v);
+
+#endif
