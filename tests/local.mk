@@ -2,6 +2,7 @@
 include tests/unit/config.mk
 include tests/integration/local.mk
 include tests/vm/local.mk
+include tests/vm/daemon.mk
 
 TESTS += tests/check-man.sh
 EXTRA_DIST += tests/check-man.sh tests/unit/tap.h
