@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Client sessions: loop glue around each accepted socket, the control
- * protocol dispatcher, and per-session state. Bad input from a client ends
- * that client's session; it never stops the daemon.
+ * Client sessions, loop glue: each accepted socket and each session's
+ * submission doorbell join the loop through uv_poll_t; the protocol and the
+ * data path are in session.c and xfer.c, which never see the loop. Bad input
+ * from a client ends that client's session; it never stops the daemon.
  */
 #include "clients.h"
 
@@ -16,26 +17,18 @@
 
 #include "log.h"
 #include "manager.h"
-#include "rdma_dev.h"
-#include "rp-proto.h"
+#include "session.h"
 
-struct session {
-	struct clients *owner;
-	struct session *prev, *next;
+/* Up to this many fds are received per packet so that extra ones can be closed. */
+#define MAX_RECV_FDS 8
+
+struct conn {
+	struct session s; /* first: conn and session addresses coincide */
 	uv_poll_t poll;
-	int fd;
-	struct ucred cred;
-	char comm[16];
-	uint32_t id;
-	uint16_t version; /* 0 until HELLO succeeded */
+	uv_poll_t sq_poll;
+	bool sq_started;
 	bool closing;
-};
-
-struct clients {
-	struct manager *m;
-	struct session *head;
-	unsigned count;
-	uint32_t next_id;
+	unsigned open_handles;
 };
 
 int clients_new(struct manager *m, struct clients **ret)
@@ -57,181 +50,117 @@ unsigned clients_count(const struct clients *c)
 
 size_t clients_regions(const struct clients *c)
 {
-	return 0;
+	return c ? c->n_regions : 0;
 }
 
 unsigned long long clients_registered_bytes(const struct clients *c)
 {
-	return 0;
+	return c ? c->bytes : 0;
 }
 
-static void on_session_closed(uv_handle_t *h)
+static void on_handle_closed(uv_handle_t *h)
 {
-	struct session *s = h->data;
-	struct clients *c = s->owner;
+	struct conn *k = h->data;
+	struct clients *c = k->s.owner;
 
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		c->head = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	c->count--;
-	close(s->fd);
-	free(s);
-}
-
-static void session_close(struct session *s, const char *why)
-{
-	if (s->closing)
+	if (--k->open_handles)
 		return;
-	s->closing = true;
+	if (k->s.prev)
+		k->s.prev->next = k->s.next;
+	else
+		c->head = k->s.next;
+	if (k->s.next)
+		k->s.next->prev = k->s.prev;
+	c->count--;
+	close(k->s.fd);
+	free(k);
+}
+
+static void conn_close(struct conn *k, const char *why)
+{
+	struct session *s = &k->s;
+
+	if (k->closing)
+		return;
+	k->closing = true;
+	/* Everything the client held goes now; the handles close asynchronously. */
+	session_release(s);
 	if (why)
 		log_info("client %u (pid %d uid %d %s) disconnected: %s", s->id, (int)s->cred.pid,
 			 (int)s->cred.uid, s->comm, why);
-	uv_close((uv_handle_t *)&s->poll, on_session_closed);
+	uv_close((uv_handle_t *)&k->poll, on_handle_closed);
+	if (k->sq_started)
+		uv_close((uv_handle_t *)&k->sq_poll, on_handle_closed);
 }
 
-static int send_reply(struct session *s, const struct rp_hdr *req, int status, const void *body,
-		      size_t len)
+static void on_sq(uv_poll_t *p, int status, int events)
 {
-	char buf[RP_PROTO_MSG_MAX];
-	struct rp_hdr *h = (struct rp_hdr *)buf;
+	struct conn *k = p->data;
+	int r;
 
-	if (sizeof(*h) + len > sizeof(buf))
-		return -EMSGSIZE;
-	memset(h, 0, sizeof(*h));
-	h->len = (uint32_t)(sizeof(*h) + len);
-	h->type = (uint16_t)(req->type | RP_MSG_REPLY);
-	h->seq = req->seq;
-	h->status = status;
-	if (len)
-		memcpy(buf + sizeof(*h), body, len);
-	if (send(s->fd, buf, h->len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-		return -errno;
-	return 0;
-}
-
-static uint16_t wire_transport(const struct manager *m)
-{
-	return m->transport == RP_TRANSPORT_VERBS ? RP_WIRE_TRANSPORT_VERBS : RP_WIRE_TRANSPORT_TCP;
-}
-
-static int handle_hello(struct session *s, const struct rp_hdr *h, const void *body)
-{
-	const struct rp_hello *req = body;
-	struct manager *m = s->owner->m;
-	struct rp_hello_reply rep = { 0 };
-	int status = 0;
-
-	rep.magic = RP_PROTO_MAGIC;
-	rep.version_min = RP_PROTO_VERSION_MIN;
-	rep.version_max = RP_PROTO_VERSION_MAX;
-	if (req->magic != RP_PROTO_MAGIC || req->flags)
-		return -EPROTO;
-	if (req->version_max < RP_PROTO_VERSION_MIN || req->version_min > RP_PROTO_VERSION_MAX) {
-		log_warn("client pid %d speaks protocol %u..%u, this daemon %u..%u: refused",
-			 (int)s->cred.pid, req->version_min, req->version_max,
-			 RP_PROTO_VERSION_MIN, RP_PROTO_VERSION_MAX);
-		status = -EPROTONOSUPPORT;
-	} else if (!config_user_allowed(m->cfg, s->cred.uid, s->cred.gid)) {
-		log_warn("client pid %d uid %d (%s) is not an allowed user: refused",
-			 (int)s->cred.pid, (int)s->cred.uid, s->comm);
-		status = -EACCES;
-	}
-	if (status == 0) {
-		s->version = req->version_max < RP_PROTO_VERSION_MAX ? req->version_max
-								     : RP_PROTO_VERSION_MAX;
-		rep.version = s->version;
-		rep.client_id = s->id;
-		rep.transport = wire_transport(m);
-		snprintf(rep.node_name, sizeof(rep.node_name), "%s", m->cfg->node_name);
-	}
-	send_reply(s, h, status, &rep, sizeof(rep));
-	return status ? -ECONNABORTED : 0;
-}
-
-static void fill_device(const struct manager *m, struct rp_status_reply *rep)
-{
-	struct rdev_info info;
-
-	if (!m->rdev || rdev_query(m->rdev, &info) < 0)
+	if (k->closing)
 		return;
-	snprintf(rep->device, sizeof(rep->device), "%s", info.name);
-	snprintf(rep->port_state, sizeof(rep->port_state), "%s", info.state);
-	if (info.n_gids)
-		snprintf(rep->gid, sizeof(rep->gid), "%s", info.gids[info.n_gids - 1]);
-	rep->port = info.port;
-	rep->active_mtu = info.active_mtu;
+	r = status < 0 ? status : xfer_run(&k->s);
+	if (r < 0)
+		conn_close(k, r == -EPROTO ? "corrupt submission ring" : strerror(-r));
 }
 
-static int handle_status(struct session *s, const struct rp_hdr *h)
+static int start_sq(struct conn *k)
 {
-	const struct manager *m = s->owner->m;
-	struct rp_status_reply rep = { 0 };
+	struct manager *m = k->s.owner->m;
+	int r = uv_poll_init(&m->loop, &k->sq_poll, k->s.rings.sq_efd);
 
-	snprintf(rep.version, sizeof(rep.version), "%s", PACKAGE_VERSION);
-	snprintf(rep.node_name, sizeof(rep.node_name), "%s", m->cfg->node_name);
-	rep.uptime_sec = (uint64_t)(time(NULL) - m->started);
-	rep.incarnation = m->incarnation;
-	rep.transport = wire_transport(m);
-	rep.clients = clients_count(s->owner);
-	rep.regions = (uint32_t)clients_regions(s->owner);
-	rep.registered_bytes = clients_registered_bytes(s->owner);
-	rep.peers_total = (uint32_t)m->cfg->n_peers;
-	fill_device(m, &rep);
-	return send_reply(s, h, 0, &rep, sizeof(rep));
+	if (r < 0)
+		return r;
+	k->sq_poll.data = k;
+	k->sq_started = true;
+	k->open_handles++;
+	return uv_poll_start(&k->sq_poll, UV_READABLE, on_sq);
 }
 
-/* Exact body sizes per request type: anything else is malformed. */
-static long body_size(uint16_t type)
+static void close_fds(int *fds, int n)
 {
-	switch (type) {
-	case RP_MSG_HELLO:
-		return sizeof(struct rp_hello);
-	case RP_MSG_STATUS:
-		return 0;
-	default:
-		return -1;
-	}
+	int i;
+
+	for (i = 0; i < n; i++)
+		close(fds[i]);
 }
 
-static int dispatch(struct session *s, const struct rp_hdr *h, const void *body)
-{
-	if (s->version == 0 && h->type != RP_MSG_HELLO)
-		return -EPROTO;
-	switch (h->type) {
-	case RP_MSG_HELLO:
-		return s->version ? -EPROTO : handle_hello(s, h, body);
-	case RP_MSG_STATUS:
-		return handle_status(s, h);
-	default:
-		return -EPROTO;
-	}
-}
-
-static void close_passed_fds(struct msghdr *mh)
+/* Collect every passed fd so that none can leak, however many came. */
+static int take_fds(struct msghdr *mh, int *fds, int max)
 {
 	struct cmsghdr *cm;
+	int n = 0;
 
 	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
-		size_t n, i;
-		int *fds = (int *)CMSG_DATA(cm);
+		size_t k, i;
 
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
-		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (i = 0; i < n; i++)
-			close(fds[i]);
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
 	}
+	return n;
 }
 
-/* Read one packet. 1: got one; 0: nothing pending; <0: end the session (why in @why). */
-static int read_packet(struct session *s, char *buf, size_t len, const char **why)
+/*
+ * Read one packet. >0: its length, with the passed fds in @fds/@nfds;
+ * 0: nothing pending; <0: end the session (why in @why), fds already closed.
+ */
+static int read_packet(struct session *s, char *buf, size_t len, int *fds, int *nfds,
+		       const char **why)
 {
 	union {
 		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		char buf[CMSG_SPACE(sizeof(int) * MAX_RECV_FDS)];
 	} ctl;
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -242,60 +171,59 @@ static int read_packet(struct session *s, char *buf, size_t len, const char **wh
 	n = recvmsg(s->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
+	*nfds = n > 0 || mh.msg_controllen ? take_fds(&mh, fds, MAX_RECV_FDS) : 0;
 	if (n <= 0) {
+		close_fds(fds, *nfds);
 		*why = n == 0 ? "hang-up" : strerror(errno);
 		return -ECONNRESET;
 	}
-	if (mh.msg_controllen) {
-		/* No message type of this version carries file descriptors. */
-		close_passed_fds(&mh);
-		*why = "file descriptor sent with a message that takes none";
-		return -EPROTO;
-	}
 	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-		*why = "oversized message";
+		close_fds(fds, *nfds);
+		*why = mh.msg_flags & MSG_CTRUNC ? "too many file descriptors" : "oversized message";
 		return -EPROTO;
 	}
 	return (int)n;
 }
 
-static int validate(const struct rp_hdr *h, size_t n, const char **why)
+static void handle_packet(struct conn *k, char *buf, int n, int *fds, int nfds)
 {
-	long want;
+	struct session *s = &k->s;
+	const char *why = NULL;
+	int r;
 
-	if (n < sizeof(*h) || h->len != n) {
-		*why = "malformed message header";
-		return -EPROTO;
+	if (session_validate((struct rp_hdr *)buf, (size_t)n, nfds, &why) < 0) {
+		close_fds(fds, nfds);
+		conn_close(k, why);
+		return;
 	}
-	want = body_size(h->type);
-	if (want < 0 || h->flags || h->status || n - sizeof(*h) != (size_t)want) {
-		*why = want < 0 ? "unknown message type" : "malformed message";
-		return -EPROTO;
-	}
-	return 0;
+	r = session_dispatch(s, (struct rp_hdr *)buf, buf + sizeof(struct rp_hdr),
+			     nfds ? fds[0] : -1);
+	if (r == 0 && s->version && !k->sq_started)
+		r = start_sq(k);
+	if (r == -ECONNABORTED)
+		conn_close(k, "refused at hello");
+	else if (r < 0)
+		conn_close(k, r == -EPROTO ? "protocol violation" : strerror(-r));
 }
 
 static void on_readable(uv_poll_t *p, int status, int events)
 {
-	struct session *s = p->data;
+	struct conn *k = p->data;
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
+	int fds[MAX_RECV_FDS];
 	const char *why = NULL;
-	int n, r;
+	int n, nfds = 0;
 
 	if (status < 0) {
-		session_close(s, uv_strerror(status));
+		conn_close(k, uv_strerror(status));
 		return;
 	}
-	while (!s->closing && (n = read_packet(s, buf, sizeof(buf), &why)) != 0) {
-		if (n < 0 || validate((struct rp_hdr *)buf, (size_t)n, &why) < 0) {
-			session_close(s, why);
+	while (!k->closing && (n = read_packet(&k->s, buf, sizeof(buf), fds, &nfds, &why)) != 0) {
+		if (n < 0) {
+			conn_close(k, why);
 			return;
 		}
-		r = dispatch(s, (struct rp_hdr *)buf, buf + sizeof(struct rp_hdr));
-		if (r == -ECONNABORTED)
-			session_close(s, "refused at hello");
-		else if (r < 0)
-			session_close(s, r == -EPROTO ? "protocol violation" : strerror(-r));
+		handle_packet(k, buf, n, fds, nfds);
 	}
 }
 
@@ -316,29 +244,28 @@ static void read_comm(pid_t pid, char *buf, size_t len)
 
 void clients_accept(struct clients *c, int fd)
 {
-	struct session *s = calloc(1, sizeof(*s));
-	socklen_t sl = sizeof(s ? s->cred : (struct ucred){ 0 });
+	struct conn *k = calloc(1, sizeof(*k));
+	int r = k ? session_init(c, &k->s, fd) : -ENOMEM;
 
-	if (!s || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &s->cred, &sl) < 0 ||
-	    uv_poll_init(&c->m->loop, &s->poll, fd) < 0) {
-		log_err("cannot accept a client: %s", strerror(s ? errno : ENOMEM));
-		free(s);
+	if (r == 0)
+		r = uv_poll_init(&c->m->loop, &k->poll, fd);
+	if (r < 0) {
+		log_err("cannot accept a client: %s", r == -ENOMEM ? strerror(ENOMEM) : uv_strerror(r));
+		free(k);
 		close(fd);
 		return;
 	}
-	s->owner = c;
-	s->fd = fd;
-	s->id = c->next_id++;
-	s->poll.data = s;
-	read_comm(s->cred.pid, s->comm, sizeof(s->comm));
-	s->next = c->head;
+	k->poll.data = k;
+	k->open_handles = 1;
+	read_comm(k->s.cred.pid, k->s.comm, sizeof(k->s.comm));
+	k->s.next = c->head;
 	if (c->head)
-		c->head->prev = s;
-	c->head = s;
+		c->head->prev = &k->s;
+	c->head = &k->s;
 	c->count++;
-	uv_poll_start(&s->poll, UV_READABLE | UV_DISCONNECT, on_readable);
-	log_debug("client %u connected: pid %d uid %d gid %d (%s)", s->id, (int)s->cred.pid,
-		  (int)s->cred.uid, (int)s->cred.gid, s->comm);
+	uv_poll_start(&k->poll, UV_READABLE | UV_DISCONNECT, on_readable);
+	log_debug("client %u connected: pid %d uid %d gid %d (%s)", k->s.id, (int)k->s.cred.pid,
+		  (int)k->s.cred.uid, (int)k->s.cred.gid, k->s.comm);
 }
 
 void clients_shutdown(struct clients *c)
@@ -348,7 +275,7 @@ void clients_shutdown(struct clients *c)
 	if (!c)
 		return;
 	for (s = c->head; s; s = s->next)
-		session_close(s, NULL);
+		conn_close((struct conn *)s, NULL);
 }
 
 struct clients *clients_free(struct clients *c)

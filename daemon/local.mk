@@ -4,13 +4,16 @@ daemon_rdmaproxyd_SOURCES = \
 	daemon/main.c \
 	daemon/manager.c daemon/manager.h \
 	daemon/clients.c daemon/clients.h \
+	daemon/session.c daemon/session.h \
+	daemon/region.c daemon/exports.c daemon/xfer.c \
+	libclient/error.c \
 	daemon/config.c daemon/config.h \
 	daemon/listener.c daemon/listener.h \
 	daemon/notify.c daemon/notify.h \
 	daemon/rdma_dev.c daemon/rdma_dev.h \
 	daemon/log.c daemon/log.h \
 	daemon/util.c daemon/util.h \
-	include/rp-proto.h
+	include/rp-proto.h include/rp-ring.h include/rdmaproxy.h
 daemon_rdmaproxyd_CFLAGS = $(AM_CFLAGS) $(UV_CFLAGS) $(IBVERBS_CFLAGS) $(RDMACM_CFLAGS) \
 	$(INIH_CFLAGS) $(SYSTEMD_CFLAGS)
 daemon_rdmaproxyd_LDADD = $(UV_LIBS) $(IBVERBS_LIBS) $(RDMACM_LIBS) $(INIH_LIBS) $(SYSTEMD_LIBS)

@@ -1,1 +1,36 @@
-# Rules for libclient/.
+# librdmaproxy: hidden visibility, exports only through the version script.
+lib_LTLIBRARIES += libclient/librdmaproxy.la
+include_HEADERS = include/rdmaproxy.h
+pkgconfigdir = $(libdir)/pkgconfig
+pkgconfig_DATA = libclient/rdmaproxy.pc
+libclient_librdmaproxy_la_SOURCES = \
+	libclient/conn.c libclient/conn.h \
+	libclient/client.c libclient/client.h \
+	libclient/ring.c libclient/error.c \
+	include/rdmaproxy.h include/rp-proto.h include/rp-ring.h
+libclient_librdmaproxy_la_CPPFLAGS = $(AM_CPPFLAGS) -DRP_BUILDING_LIBRARY
+libclient_librdmaproxy_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+# current 1, age 0: the soname is librdmaproxy.so.1.
+libclient_librdmaproxy_la_LDFLAGS = $(AM_LDFLAGS) -version-info 1:0:0 -no-undefined \
+	-Wl,--version-script=$(top_srcdir)/libclient/librdmaproxy.map
+EXTRA_libclient_librdmaproxy_la_DEPENDENCIES = libclient/librdmaproxy.map
+EXTRA_DIST += libclient/librdmaproxy.map libclient/rdmaproxy.pc.in
+
+# Tests of the library and the rings.
+check_PROGRAMS += tests/unit/test-ring tests/integration/test-client-io
+tests_unit_test_ring_SOURCES = tests/unit/test-ring.c tests/unit/tap.h include/rp-ring.h
+tests_unit_test_ring_CFLAGS = $(AM_CFLAGS) -pthread
+tests_unit_test_ring_LDFLAGS = $(AM_LDFLAGS) -pthread
+tests_integration_test_client_io_SOURCES = tests/integration/test-client-io.c
+tests_integration_test_client_io_LDADD = libclient/librdmaproxy.la
+# -no-install: real binaries with a build-tree rpath, no libtool wrapper scripts.
+tests_integration_test_client_io_LDFLAGS = $(AM_LDFLAGS) -no-install
+TESTS += tests/unit/test-ring \
+	tests/integration/test-client-symbols.sh \
+	tests/integration/test-client-regions.sh \
+	tests/integration/test-client.sh
+EXTRA_DIST += tests/integration/test-client-symbols.sh \
+	tests/integration/test-client-regions.sh \
+	tests/integration/test-client.sh
+
+include examples/local.mk

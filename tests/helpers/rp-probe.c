@@ -10,12 +10,17 @@
  *   rp-probe SOCKET nohello          send STATUS before HELLO
  *   rp-probe SOCKET fd               send STATUS with an fd attached
  *   rp-probe SOCKET oversize         send a packet larger than the maximum
+ *   rp-probe SOCKET region KIND      register a region backed by KIND: good,
+ *                                    unsealed, pipe, socket, devnull, disk, opath,
+ *                                    size, rdonly, wseal; prints region_status= and
+ *                                    region_error=; twofds and nofd expect a hang-up
  *
  * For the abuse modes it exits 0 if the daemon closed the connection, 1 if
  * it kept talking.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "rdmaproxy.h"
 #include "rp-proto.h"
 
 static int conn(const char *path)
@@ -135,6 +141,102 @@ static int expect_hangup(int fd)
 	return recv_msg(fd, buf, sizeof(buf)) == 0 ? 0 : 1;
 }
 
+static int memfd(size_t size, unsigned seals)
+{
+	int fd = memfd_create("probe", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0 || (seals && fcntl(fd, F_ADD_SEALS, seals) < 0))
+		exit(3);
+	return fd;
+}
+
+/* An fd of the requested kind; -1 for an unknown kind. */
+static int region_fd(const char *kind, const char *self)
+{
+	int p[2], fd;
+	char path[64];
+
+	if (!strcmp(kind, "good"))
+		return memfd(4096, F_SEAL_SHRINK | F_SEAL_GROW);
+	if (!strcmp(kind, "unsealed"))
+		return memfd(4096, 0);
+	if (!strcmp(kind, "size"))
+		return memfd(8192, F_SEAL_SHRINK | F_SEAL_GROW);
+	if (!strcmp(kind, "wseal"))
+		return memfd(4096, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE);
+	if (!strcmp(kind, "pipe") && pipe2(p, O_CLOEXEC) == 0)
+		return p[0];
+	if (!strcmp(kind, "socket"))
+		return socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (!strcmp(kind, "devnull"))
+		return open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (!strcmp(kind, "disk")) /* this very program: a regular file on disk */
+		return open(self, O_RDONLY | O_CLOEXEC);
+	if (!strcmp(kind, "opath") || !strcmp(kind, "rdonly")) {
+		fd = memfd(4096, F_SEAL_SHRINK | F_SEAL_GROW);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		return open(path, (!strcmp(kind, "opath") ? O_PATH : O_RDONLY) | O_CLOEXEC);
+	}
+	return -1;
+}
+
+static void send_two_fds(int fd, const void *body, size_t len, int a, int b)
+{
+	_Alignas(8) char buf[64];
+	struct rp_hdr *h = (struct rp_hdr *)buf;
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(*h) + len };
+	union {
+		struct cmsghdr a;
+		char b[CMSG_SPACE(sizeof(int) * 2)];
+	} ctl;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	int fds[2] = { a, b };
+
+	memset(buf, 0, sizeof(buf));
+	h->len = (uint32_t)(sizeof(*h) + len);
+	h->type = RP_MSG_REGION_REG;
+	h->seq = 9;
+	memcpy(buf + sizeof(*h), body, len);
+	mh.msg_control = ctl.b;
+	mh.msg_controllen = sizeof(ctl.b);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
+		exit(3);
+}
+
+static int region(int fd, const char *kind, const char *self)
+{
+	struct rp_region_reg req = { .len = 4096 };
+	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
+	struct rp_hdr *rh = (struct rp_hdr *)buf;
+	int rfd;
+
+	if (!strcmp(kind, "twofds")) {
+		send_two_fds(fd, &req, sizeof(req), region_fd("good", self), region_fd("good", self));
+		return expect_hangup(fd);
+	}
+	if (!strcmp(kind, "nofd")) {
+		send_msg(fd, RP_MSG_REGION_REG, 9, &req, sizeof(req), -1);
+		return expect_hangup(fd);
+	}
+	rfd = region_fd(kind, self);
+	if (rfd < 0) {
+		fprintf(stderr, "rp-probe: cannot make a %s fd\n", kind);
+		return 3;
+	}
+	send_msg(fd, RP_MSG_REGION_REG, 9, &req, sizeof(req), rfd);
+	close(rfd);
+	if (recv_msg(fd, buf, sizeof(buf)) != (ssize_t)(sizeof(*rh) + sizeof(struct rp_id)))
+		return 1;
+	printf("region_status=%d\nregion_error=%s\n", rh->status, rp_strerror(rh->status));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static _Alignas(8) char big[2 * RP_PROTO_MSG_MAX];
@@ -168,6 +270,8 @@ int main(int argc, char **argv)
 		send_msg(fd, RP_MSG_STATUS, 2, NULL, 0, devnull);
 		return expect_hangup(fd);
 	}
+	if (!strcmp(argv[2], "region") && argc == 4)
+		return region(fd, argv[3], "/proc/self/exe");
 	if (!strcmp(argv[2], "oversize")) {
 		struct rp_hdr *h = (struct rp_hdr *)big;
 

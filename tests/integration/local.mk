@@ -4,3 +4,5 @@ tests_helpers_notify_listen_SOURCES = tests/helpers/notify-listen.c
 tests_helpers_rp_probe_SOURCES = tests/helpers/rp-probe.c
 TESTS += tests/integration/test-daemon.sh
 EXTRA_DIST += tests/integration/lib.sh tests/integration/test-daemon.sh
+# rp_strerror() for the region refusals; the library itself is not needed.
+tests_helpers_rp_probe_SOURCES += libclient/error.c

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librdmaproxy: the client library of rdmaproxyd.
+ *
+ * An application connects to the local daemon, keeps its data in regions of
+ * shared memory that the daemon registers, publishes regions under names
+ * (exports), opens names published by others (remote handles), and moves
+ * data with one-sided writes and reads or two-sided sends and receives. The
+ * daemon does the moving; the application submits operations through a
+ * shared-memory ring and reaps one completion per accepted operation.
+ *
+ * Conventions:
+ *  - Every function that can fail returns 0 (or a count) on success and a
+ *    negative error code on failure: a negated errno value or a negated
+ *    RP_E* code below. rp_strerror() explains both.
+ *  - Out-parameters are written only on success.
+ *  - The library never logs, never starts threads, never calls exit() and
+ *    imposes no event loop: rp_fd() gives a file descriptor for the
+ *    application's own poll/epoll/libuv loop, and rp_wait() is a blocking
+ *    helper built on it.
+ *  - A struct rp_client and everything created from it must be used by one
+ *    thread at a time (use one client per thread, or lock around calls).
+ *  - Operations need a completion: an application that never reaps
+ *    completions eventually gets -EAGAIN from submissions.
+ */
+#ifndef RDMAPROXY_H
+#define RDMAPROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(RP_BUILDING_LIBRARY)
+#define RP_EXPORT __attribute__((visibility("default")))
+#else
+#define RP_EXPORT
+#endif
+
+/* Opaque handles. */
+struct rp_client;   /* a connection to the daemon */
+struct rp_region;   /* a registered shared-memory region of this client */
+struct rp_remote;   /* an opened export (possibly another client's region) */
+struct rp_endpoint; /* a bound message endpoint of this client */
+
+/* Socket used when rp_connect() is given NULL and RDMAPROXY_SOCKET is unset. */
+#define RP_DEFAULT_SOCKET_PATH "/run/rdmaproxy/rdmaproxy.sock"
+#define RP_SOCKET_ENV "RDMAPROXY_SOCKET"
+/* Longest node, export or endpoint name, without the terminating NUL. */
+#define RP_NAME_LEN 63
+
+/*
+ * Error codes beyond errno, returned negated (e.g. -RP_EREMOTEACCESS). They
+ * are above every errno value, so `err <= -RP_EBASE` tells them apart.
+ */
+enum rp_error {
+	RP_EBASE = 4096,
+	RP_EPEERUNKNOWN = RP_EBASE, /* peer is neither this node nor a configured peer */
+	RP_EPEERDOWN,		    /* the peer is configured but not connected */
+	RP_EREMOTEACCESS,	    /* the export does not grant this access */
+	RP_EOUTCOME,		    /* the connection broke after posting: outcome unknown */
+	RP_ENOEXPORT,		    /* no export of that name */
+	RP_EUNEXPORTED,		    /* the remote handle's export was withdrawn */
+	RP_ENOENDPOINT,		    /* no endpoint of that name is bound */
+	RP_ENORECV,		    /* the endpoint has no receive posted */
+	RP_ERECVSMALL,		    /* the posted receive is smaller than the message */
+	RP_ENOTIFYSPACE,	    /* the exporter's completion ring is full */
+	RP_EDAEMON,		    /* the daemon closed the connection */
+	RP_EDENIED,		    /* this user is not allowed by the daemon's config */
+	RP_ELIMIT_CONN,		    /* per-user limit on connections reached */
+	RP_ELIMIT_BYTES,	    /* per-user limit on registered bytes reached */
+	RP_ELIMIT_REGIONS,	    /* per-user limit on regions reached */
+	RP_ELIMIT_INFLIGHT,	    /* per-user limit on operations in flight reached */
+	RP_ENOHUGE,		    /* no huge pages available for RP_REGION_HUGE */
+	RP_EREGION_TYPE,	    /* region fd is not a regular file (pipe, socket, device) */
+	RP_EREGION_FS,		    /* region fd is not shared memory (e.g. a file on disk) */
+	RP_EREGION_SEALS,	    /* region memfd lacks F_SEAL_SHRINK | F_SEAL_GROW */
+	RP_EREGION_SIZE,	    /* region file size differs from the claimed length */
+	RP_EREGION_MODE,	    /* region fd is O_PATH or not open read-write */
+	RP_EBOUNDS,		    /* local offset + length outside the region */
+	RP_EREMOTEBOUNDS,	    /* remote offset + length outside the export */
+	RP_EBADHANDLE,		    /* unknown region, remote or endpoint id */
+	RP_EMAX
+};
+
+/* Region allocation flags. */
+#define RP_REGION_HUGE 0x1u /* back with huge pages (hugetlbfs) */
+
+/* Export access rights (what others may do to the region). */
+#define RP_ACCESS_REMOTE_READ 0x1u
+#define RP_ACCESS_REMOTE_WRITE 0x2u
+
+/* Operation flags. */
+#define RP_NOTIFY 0x1u /* rp_write: the exporter gets an RP_OP_NOTIFY completion */
+
+/* Completion kinds (struct rp_completion.op). */
+enum rp_op {
+	RP_OP_WRITE = 1,  /* your rp_write() finished */
+	RP_OP_READ = 2,	  /* your rp_read() finished */
+	RP_OP_SEND = 3,	  /* your rp_send() was delivered into a posted receive */
+	RP_OP_RECV = 4,	  /* a message arrived in a buffer posted by rp_post_recv() */
+	RP_OP_NOTIFY = 5, /* someone wrote into your export with RP_NOTIFY */
+};
+
+struct rp_completion {
+	uint64_t cookie;	  /* the cookie given at submission; 0 for RP_OP_NOTIFY */
+	int status;		  /* 0, or a negative code as described above */
+	uint32_t op;		  /* enum rp_op */
+	uint32_t len;		  /* bytes moved; RP_OP_RECV: the message length */
+	uint32_t imm;		  /* RP_OP_NOTIFY: the 32-bit immediate */
+	uint64_t offset;	  /* RP_OP_NOTIFY: where in the region the write landed */
+	struct rp_region *region; /* RP_OP_NOTIFY / RP_OP_RECV: the region written */
+};
+
+/*
+ * Connect to the daemon at @path. NULL means $RDMAPROXY_SOCKET, else
+ * /run/rdmaproxy/rdmaproxy.sock, else (non-root, when that does not exist)
+ * $XDG_RUNTIME_DIR/rdmaproxy/rdmaproxy.sock. Negotiates the protocol and maps
+ * the submission and completion rings.
+ * Returns 0 and *ret; -ENOENT/-ECONNREFUSED (no daemon), -EPROTONOSUPPORT
+ * (protocol versions do not overlap), -RP_EDENIED (user not allowed),
+ * -RP_ELIMIT_CONN, -EPROTO (malformed reply), -ENOMEM.
+ */
+RP_EXPORT int rp_connect(const char *path, struct rp_client **ret);
+
+/*
+ * Close the connection. The daemon releases everything the client held
+ * (regions, exports, endpoints, remote handles); regions stay mapped in this
+ * process until their handles are freed here, so every handle derived from
+ * @c is freed by this call and must not be used afterwards. NULL is a no-op.
+ */
+RP_EXPORT void rp_disconnect(struct rp_client *c);
+
+/* The daemon's node name (from the hello), valid until rp_disconnect(). */
+RP_EXPORT const char *rp_node_name(const struct rp_client *c);
+
+/*
+ * Allocate a region of @len bytes, rounded up to the page size (huge page
+ * size with RP_REGION_HUGE): a sealed memfd, pre-faulted, mapped here and
+ * registered with the daemon.
+ * Returns 0 and *ret; -EINVAL (len 0 or unknown flags), -RP_ENOHUGE,
+ * -ENOMEM, -RP_ELIMIT_BYTES, -RP_ELIMIT_REGIONS, -RP_EDAEMON.
+ */
+RP_EXPORT int rp_region_alloc(struct rp_client *c, size_t len, unsigned flags,
+			      struct rp_region **ret);
+
+/*
+ * Release a region. The daemon keeps it registered until operations using
+ * it finish; its exports are withdrawn. Local mapping is removed now.
+ * Returns 0, -EINVAL, or -RP_EDAEMON (the handle is freed regardless).
+ */
+RP_EXPORT int rp_region_free(struct rp_region *r);
+RP_EXPORT void *rp_region_ptr(const struct rp_region *r);
+RP_EXPORT size_t rp_region_len(const struct rp_region *r);
+
+/*
+ * Publish @r under @name (1..RP_NAME_LEN characters from [A-Za-z0-9._-]) on
+ * this node with @access (RP_ACCESS_REMOTE_READ and/or _WRITE).
+ * Returns 0; -EINVAL, -EEXIST (name taken), -RP_EDAEMON.
+ */
+RP_EXPORT int rp_region_export(struct rp_region *r, const char *name, unsigned access);
+/*
+ * Withdraw export @name of @r. Remote handles to it fail later operations
+ * with -RP_EUNEXPORTED. Returns 0; -ENOENT (not an export of @r), -EINVAL.
+ */
+RP_EXPORT int rp_region_unexport(struct rp_region *r, const char *name);
+
+/*
+ * Open export @name on @peer: NULL, "" or this node's name mean local.
+ * Returns 0 and *ret; -RP_ENOEXPORT, -RP_EPEERUNKNOWN, -RP_EPEERDOWN,
+ * -EINVAL, -ENOMEM, -RP_EDAEMON.
+ */
+RP_EXPORT int rp_remote_open(struct rp_client *c, const char *peer, const char *name,
+			     struct rp_remote **ret);
+RP_EXPORT size_t rp_remote_len(const struct rp_remote *rm);
+/* The access the export grants (RP_ACCESS_*). */
+RP_EXPORT unsigned rp_remote_access(const struct rp_remote *rm);
+/* Close a remote handle. Returns 0 or -RP_EDAEMON (freed regardless). */
+RP_EXPORT int rp_remote_close(struct rp_remote *rm);
+
+/*
+ * Submit a write of @len bytes from @r at @off into @dst at @roff. With
+ * RP_NOTIFY, the exporter receives an RP_OP_NOTIFY completion carrying @imm
+ * (rp_write() sends imm 0). Completion op RP_OP_WRITE with @cookie.
+ * Returns 0 when submitted; -EINVAL (bad argument or flag, region of another
+ * client), -RP_EBOUNDS (checked here too), -EAGAIN (submission ring full:
+ * reap completions and retry), -RP_EDAEMON. Failures after submission come
+ * in the completion: -RP_EREMOTEBOUNDS, -RP_EREMOTEACCESS, -RP_EUNEXPORTED,
+ * -RP_ENOTIFYSPACE, -RP_ELIMIT_INFLIGHT, -RP_EOUTCOME.
+ */
+RP_EXPORT int rp_write(struct rp_client *c, struct rp_region *r, size_t off,
+		       struct rp_remote *dst, size_t roff, size_t len, uint64_t cookie,
+		       unsigned flags);
+RP_EXPORT int rp_write_imm(struct rp_client *c, struct rp_region *r, size_t off,
+			   struct rp_remote *dst, size_t roff, size_t len, uint64_t cookie,
+			   unsigned flags, uint32_t imm);
+/* Read @len bytes of @src at @roff into @r at @off. As rp_write(); no flags yet (0). */
+RP_EXPORT int rp_read(struct rp_client *c, struct rp_region *r, size_t off, struct rp_remote *src,
+		      size_t roff, size_t len, uint64_t cookie, unsigned flags);
+
+/*
+ * Bind a message endpoint @name on this node. Returns 0 and *ret; -EEXIST,
+ * -EINVAL, -ENOMEM, -RP_EDAEMON.
+ */
+RP_EXPORT int rp_endpoint_bind(struct rp_client *c, const char *name, struct rp_endpoint **ret);
+/* Unbind; posted receives complete with -ECANCELED. Returns 0 or -RP_EDAEMON. */
+RP_EXPORT int rp_endpoint_unbind(struct rp_endpoint *ep);
+/*
+ * Post a receive buffer (@r at @off, @len bytes). It completes (RP_OP_RECV,
+ * @cookie, len = message length) when a message arrives. A posted receive
+ * counts as an operation in flight. Returns 0; -EINVAL, -RP_EBOUNDS,
+ * -EAGAIN, -RP_EDAEMON.
+ */
+RP_EXPORT int rp_post_recv(struct rp_endpoint *ep, struct rp_region *r, size_t off, size_t len,
+			   uint64_t cookie);
+/*
+ * Send @len bytes of @r at @off to endpoint @endpoint on @peer (NULL/""/own
+ * node: local). Completion RP_OP_SEND; in it -RP_ENOENDPOINT, -RP_ENORECV
+ * (nothing posted: not retried), -RP_ERECVSMALL. Returns as rp_write(), plus
+ * -RP_EPEERUNKNOWN / -RP_EPEERDOWN.
+ */
+RP_EXPORT int rp_send(struct rp_client *c, const char *peer, const char *endpoint,
+		      struct rp_region *r, size_t off, size_t len, uint64_t cookie);
+
+/*
+ * Reap up to @max completions without blocking. Returns how many were
+ * stored (0: none; in that case the daemon has been asked to signal rp_fd()
+ * when more arrive), or -RP_EDAEMON / -EINVAL.
+ */
+RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max);
+/*
+ * Like rp_poll(), but wait up to @timeout_ms (-1: forever) for at least one.
+ * Returns the count, 0 on timeout, -EINTR, -RP_EDAEMON.
+ */
+RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max, int timeout_ms);
+/*
+ * A file descriptor that becomes readable when completions may be ready.
+ * Wait for it only after rp_poll() returned 0; then call rp_poll() again.
+ */
+RP_EXPORT int rp_fd(const struct rp_client *c);
+
+/* A static, human-readable explanation of any code these functions return. */
+RP_EXPORT const char *rp_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

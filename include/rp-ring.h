@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-client data path: a submission ring (client produces, daemon
+ * consumes) and a completion ring (daemon produces, client consumes) in one
+ * sealed memfd created by the daemon, io_uring style.
+ *
+ * Layout (offsets in bytes):
+ *   0                   struct rp_ring_info
+ *   RP_RING_SQ_CTL_OFF  struct rp_ring_ctl for the submission ring
+ *   RP_RING_CQ_CTL_OFF  struct rp_ring_ctl for the completion ring
+ *   RP_RING_SQES_OFF    struct rp_sqe[sq_entries]
+ *   then                struct rp_cqe[cq_entries]
+ * rounded up to the page size.
+ *
+ * Indexes are free-running uint32_t; entry i lives at [i & (entries - 1)].
+ * Producer and consumer indexes sit on separate cache lines. A producer
+ * publishes with a release store after writing the entry; a consumer reads
+ * the index with an acquire load, copies the entry, then releases its own
+ * index. Either side may be hostile: a reader always checks that
+ * producer - consumer <= entries (rp_ring_count()) and treats anything else
+ * as corruption.
+ *
+ * Wake-ups: a side about to sleep sets its NEED_WAKEUP flag, issues a full
+ * fence and re-checks the ring; the other side, after publishing, issues a
+ * full fence and rings the eventfd only if the flag is set.
+ */
+#ifndef RP_RING_H
+#define RP_RING_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RP_RING_MAGIC 0x52494e47u /* "RING" */
+#define RP_RING_SQ_CTL_OFF 64
+#define RP_RING_CQ_CTL_OFF 256
+#define RP_RING_SQES_OFF 512
+#define RP_RING_SQ_ENTRIES 256
+#define RP_RING_CQ_ENTRIES 1024
+
+/* rp_ring_ctl.flags */
+#define RP_RING_NEED_WAKEUP 0x1u /* the consumer sleeps: ring its eventfd */
+#define RP_RING_STALLED 0x2u	 /* SQ only: the daemon waits for completion space */
+
+struct rp_ring_info {
+	uint32_t magic;
+	uint32_t sq_entries;
+	uint32_t cq_entries;
+	uint32_t pad;
+	uint64_t size;
+	uint8_t reserved[40];
+};
+_Static_assert(sizeof(struct rp_ring_info) == 64, "rp_ring_info");
+
+struct rp_ring_ctl {
+	_Alignas(64) _Atomic uint32_t producer;
+	_Alignas(64) _Atomic uint32_t consumer;
+	_Alignas(64) _Atomic uint32_t flags;
+};
+_Static_assert(sizeof(struct rp_ring_ctl) == 192, "rp_ring_ctl");
+
+/* Submission opcodes. */
+enum rp_sqe_op {
+	RP_SQE_WRITE = 1,
+	RP_SQE_READ = 2,
+	RP_SQE_SEND = 3,
+	RP_SQE_POST_RECV = 4,
+};
+
+struct rp_sqe {
+	uint64_t cookie;
+	uint64_t offset;	/* in the local region */
+	uint64_t remote_offset; /* WRITE/READ: in the export */
+	uint64_t len;
+	uint32_t region; /* local region id */
+	uint32_t target; /* WRITE/READ: remote id; SEND: dest id; POST_RECV: endpoint id */
+	uint32_t imm;
+	uint16_t opcode; /* enum rp_sqe_op */
+	uint16_t flags;	 /* RP_NOTIFY */
+	uint8_t pad[16];
+};
+_Static_assert(sizeof(struct rp_sqe) == 64, "rp_sqe");
+
+struct rp_cqe {
+	uint64_t cookie; /* NOTIFY: 0; RECV: the posted buffer's cookie */
+	uint64_t offset; /* NOTIFY: offset of the write in the region */
+	uint32_t len;
+	uint32_t imm;
+	int32_t status;
+	uint16_t op;	 /* enum rp_op */
+	uint16_t region; /* NOTIFY/RECV: region id (ids fit 16 bits: see limits) */
+};
+_Static_assert(sizeof(struct rp_cqe) == 32, "rp_cqe");
+
+/* Everything both sides derive from the info block. */
+struct rp_ring_view {
+	struct rp_ring_info *info;
+	struct rp_ring_ctl *sq;
+	struct rp_ring_ctl *cq;
+	struct rp_sqe *sqes;
+	struct rp_cqe *cqes;
+	uint32_t sq_entries;
+	uint32_t cq_entries;
+};
+
+static inline bool rp_ring_pow2(uint32_t n)
+{
+	return n && !(n & (n - 1));
+}
+
+/* Bytes of the shared area for these ring sizes (page rounding is the caller's). */
+static inline size_t rp_ring_bytes(uint32_t sq_entries, uint32_t cq_entries)
+{
+	return RP_RING_SQES_OFF + (size_t)sq_entries * sizeof(struct rp_sqe) +
+	       (size_t)cq_entries * sizeof(struct rp_cqe);
+}
+
+/* Point @v into @base of @size bytes. -1 if the sizes do not fit. */
+static inline int rp_ring_view_init(struct rp_ring_view *v, void *base, size_t size,
+				    uint32_t sq_entries, uint32_t cq_entries)
+{
+	char *b = (char *)base;
+
+	if (!rp_ring_pow2(sq_entries) || !rp_ring_pow2(cq_entries) || sq_entries > (1u << 16) ||
+	    cq_entries > (1u << 16) || rp_ring_bytes(sq_entries, cq_entries) > size)
+		return -1;
+	v->info = (struct rp_ring_info *)b;
+	v->sq = (struct rp_ring_ctl *)(b + RP_RING_SQ_CTL_OFF);
+	v->cq = (struct rp_ring_ctl *)(b + RP_RING_CQ_CTL_OFF);
+	v->sqes = (struct rp_sqe *)(b + RP_RING_SQES_OFF);
+	v->cqes = (struct rp_cqe *)(b + RP_RING_SQES_OFF + (size_t)sq_entries * sizeof(struct rp_sqe));
+	v->sq_entries = sq_entries;
+	v->cq_entries = cq_entries;
+	return 0;
+}
+
+/* Entries between @cons and @prod, or -1 if the pair cannot be valid. */
+static inline int64_t rp_ring_count(uint32_t prod, uint32_t cons, uint32_t entries)
+{
+	uint32_t n = prod - cons;
+
+	return n > entries ? -1 : (int64_t)n;
+}
+
+static inline uint32_t rp_ring_load(_Atomic uint32_t *p)
+{
+	return atomic_load_explicit(p, memory_order_acquire);
+}
+
+static inline void rp_ring_store(_Atomic uint32_t *p, uint32_t v)
+{
+	atomic_store_explicit(p, v, memory_order_release);
+}
+
+/* Set @bit, then a full fence so the caller's re-check sees new entries. */
+static inline void rp_ring_arm(struct rp_ring_ctl *c, uint32_t bit)
+{
+	atomic_fetch_or_explicit(&c->flags, bit, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+/*
+ * After publishing: does the other side want a doorbell for @bit? Clears the
+ * bit, so one doorbell answers one arming (the sleeper re-arms each time).
+ */
+static inline bool rp_ring_take_wakeup(struct rp_ring_ctl *c, uint32_t bit)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!(atomic_load_explicit(&c->flags, memory_order_relaxed) & bit))
+		return false;
+	return atomic_fetch_and_explicit(&c->flags, ~bit, memory_order_seq_cst) & bit;
+}
+
+#endif
