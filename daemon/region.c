@@ -91,7 +91,8 @@ int region_new(struct clients *c, struct session *s, int fd, uint64_t len, struc
 		err = -ENOMEM;
 		goto out_close;
 	}
-	addr = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* Populate now: page-table setup belongs on the control path, not in the first op. */
+	addr = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (addr == MAP_FAILED) {
 		err = -errno;
 		free(r);

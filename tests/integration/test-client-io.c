@@ -11,6 +11,7 @@
  *   test-client-io regions N SIZE [hold]  allocate up to N regions over two connections
  *   test-client-io conns N [hold]     open up to N connections
  *   test-client-io inflight N         post N receives
+ *   test-client-io bench SIZE N       N writes of SIZE: bandwidth and latency
  *
  * The socket comes from RDMAPROXY_SOCKET. "hold" keeps everything until
  * stdin reaches EOF, after printing "holding".
@@ -565,6 +566,54 @@ static int api(void)
 	return failures ? 1 : 0;
 }
 
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Synchronous writes (submit, wait) between two clients of this process. */
+static int bench(size_t size, int n)
+{
+	struct rp_client *a = connect_or_die(), *b = connect_or_die();
+	struct rp_region *src, *dst;
+	struct rp_remote *rm;
+	double *lat = calloc((size_t)n, sizeof(double)), t0, total;
+	int i, st;
+
+	if ((st = rp_region_alloc(a, size, 0, &src)) < 0 || (st = rp_region_alloc(b, size, 0, &dst)) < 0 ||
+	    (st = rp_region_export(dst, "bench", RP_ACCESS_REMOTE_WRITE)) < 0 ||
+	    (st = rp_remote_open(a, NULL, "bench", &rm)) < 0)
+		die("bench: setup", st);
+	total = now_us();
+	for (i = 0; i < n; i++) {
+		t0 = now_us();
+		if ((st = rp_write(a, src, 0, rm, 0, size, (uint64_t)i, 0)) < 0 ||
+		    (st = wait_op(a, RP_OP_WRITE, (uint64_t)i, NULL)) < 0)
+			die("bench: write", st);
+		lat[i] = now_us() - t0;
+	}
+	total = now_us() - total;
+	qsort(lat, (size_t)n, sizeof(double), cmp_double);
+	printf("size=%zu ops=%d bandwidth=%.2f GB/s rate=%.0f ops/s latency_median=%.1f us "
+	       "p99=%.1f us\n",
+	       size, n, (double)size * n / total / 1e3, n / total * 1e6, lat[n / 2],
+	       lat[(int)(n * 0.99)]);
+	free(lat);
+	rp_disconnect(a);
+	rp_disconnect(b);
+	return 0;
+}
+
 static size_t parse_size(const char *s)
 {
 	char *end;
@@ -595,6 +644,8 @@ int main(int argc, char **argv)
 		return regions(atoi(argv[2]), parse_size(argv[3]), keep);
 	if (!strcmp(mode, "conns") && argc >= 3)
 		return conns(atoi(argv[2]), keep);
+	if (!strcmp(mode, "bench") && argc == 4)
+		return bench(parse_size(argv[2]), atoi(argv[3]));
 	if (!strcmp(mode, "inflight") && argc == 3)
 		return inflight(atoi(argv[2]));
 	fprintf(stderr, "usage: see the comment at the top of test-client-io.c\n");
