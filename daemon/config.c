@@ -1190,8 +1190,8 @@ out_free:
 /* The whole file as one string; a NUL byte in it is an error. */
 static int read_file(struct parser *p, char **ret)
 {
-	char *buf;
-	size_t len, i;
+	char *buf = NULL;
+	size_t len = 0, i;
 	int fd, r;
 
 	fd = open(p->name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -1218,7 +1218,7 @@ static int read_file(struct parser *p, char **ret)
 int config_load(const char *path, struct config **ret, char *err, size_t errlen)
 {
 	struct parser p = {.name = path ? path : "<null>", .err = err, .errlen = errlen};
-	char *text;
+	char *text = NULL;
 	int r;
 
 	if (err && errlen)
