@@ -73,7 +73,16 @@ static void on_handle_closed(uv_handle_t *h)
 		k->s.next->prev = k->s.prev;
 	c->count--;
 	close(k->s.fd);
-	free(k);
+	k->s.freed = true;
+	if (!k->s.ops_pending)
+		free(k);
+}
+
+void session_put(struct session *s)
+{
+	/* struct conn starts with its session: freeing one frees the other. */
+	if (--s->ops_pending == 0 && s->freed)
+		free((struct conn *)s);
 }
 
 static void conn_close(struct conn *k, const char *why)

@@ -6,6 +6,9 @@
  */
 #include "session.h"
 
+#include "manager.h"
+#include "verbs_local.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,16 +54,44 @@ int export_add(struct clients *c, struct region *r, const char *name, uint32_t a
 	e->region = r;
 	e->s = r->s;
 	e->access = access;
+	if (c->m->vlocal) {
+		unsigned a = (access & RP_ACCESS_REMOTE_READ ? VMR_REMOTE_READ : 0) |
+			     (access & RP_ACCESS_REMOTE_WRITE ? VMR_REMOTE_WRITE : 0);
+		int err = vmr_reg(c->m->vlocal, r->addr, r->len, a, &e->xport);
+
+		if (err < 0) {
+			free(e);
+			return err;
+		}
+		e->xregion = region_ref(r);
+	}
 	strcpy(e->name, name);
 	e->next = c->exports;
 	c->exports = e;
 	return 0;
 }
 
+/*
+ * The device must stop honouring an export as soon as it is withdrawn, but
+ * not under an op still using its MR: the MR goes when the last such op ends.
+ */
+void export_release_mr(struct export *e)
+{
+	if (!e->dead || e->ops)
+		return;
+	e->xport = vmr_dereg(e->xport);
+	if (e->xregion)
+		region_unref(e->xregion);
+	e->xregion = NULL;
+}
+
 void export_unref(struct export *e)
 {
-	if (e && --e->refs == 0)
+	if (e && --e->refs == 0) {
+		e->dead = true;
+		export_release_mr(e);
 		free(e);
+	}
 }
 
 static void export_kill(struct clients *c, struct export **pp)
@@ -70,6 +101,7 @@ static void export_kill(struct clients *c, struct export **pp)
 	*pp = e->next;
 	e->dead = true;
 	e->region = NULL;
+	export_release_mr(e);
 	export_unref(e);
 }
 

@@ -11,6 +11,7 @@ daemon_rdmaproxyd_SOURCES = \
 	daemon/listener.c daemon/listener.h \
 	daemon/notify.c daemon/notify.h \
 	daemon/rdma_dev.c daemon/rdma_dev.h \
+	daemon/verbs_local.c daemon/verbs_local.h \
 	daemon/log.c daemon/log.h \
 	daemon/util.c daemon/util.h \
 	include/rp-proto.h include/rp-ring.h include/rdmaproxy.h

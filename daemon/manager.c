@@ -15,6 +15,8 @@
 #include "notify.h"
 #include "rdma_dev.h"
 #include "util.h"
+#include "verbs_local.h"
+#include "session.h"
 
 /* After EMFILE/ENFILE, stop accepting for a moment instead of spinning. */
 #define ACCEPT_PAUSE_MS 100
@@ -201,6 +203,11 @@ static int select_transport(struct manager *m)
 		return 0;
 	}
 	r = rdev_open(cfg->device, cfg->port_num, cfg->cq_depth, &m->rdev, why, sizeof(why));
+	if (r == 0)
+		r = vlocal_new(m->rdev, cfg->sq_depth, cfg->gid_index, xfer_verbs_done, &m->vlocal,
+			       why, sizeof(why));
+	if (r < 0)
+		m->rdev = rdev_free(m->rdev);
 	if (r == 0) {
 		struct rdev_info info;
 
@@ -370,6 +377,8 @@ struct manager *manager_free(struct manager *m)
 		if (uv_loop_close(&m->loop) == UV_EBUSY)
 			log_err("event loop still has open handles at exit");
 	}
+	/* Ops still on the loopback QP report (flushed) before their sessions go. */
+	m->vlocal = vlocal_free(m->vlocal);
 	m->clients = clients_free(m->clients);
 	m->rdev = rdev_free(m->rdev);
 	config_free(m->cfg);

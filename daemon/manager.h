@@ -16,6 +16,7 @@
 #include "listener.h"
 
 struct rdev;
+struct vlocal;
 struct clients;
 
 struct manager {
@@ -26,6 +27,7 @@ struct manager {
 	enum rp_transport_kind transport; /* effective: VERBS or TCP */
 	char transport_why[320];	  /* why auto chose what it chose */
 	struct rdev *rdev;		  /* NULL on tcp */
+	struct vlocal *vlocal;		  /* loopback RC QP for local transfers (verbs) */
 	uint64_t incarnation;		  /* random per start, never 0 */
 	time_t started;
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "manager.h"
+#include "verbs_local.h"
 
 #define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
 /* Sealed against writes, the daemon could not map it writable. */
@@ -98,6 +99,15 @@ int region_new(struct clients *c, struct session *s, int fd, uint64_t len, struc
 		free(r);
 		goto out_close;
 	}
+	/* Local access only: remote access is granted per export, with its own MR. */
+	if (c->m->vlocal) {
+		err = vmr_reg(c->m->vlocal, addr, len, VMR_LOCAL_WRITE, (struct vmr **)&r->xport);
+		if (err < 0) {
+			munmap(addr, (size_t)len);
+			free(r);
+			goto out_close;
+		}
+	}
 	r->refs = 1;
 	r->owner = c;
 	r->s = s;
@@ -129,6 +139,7 @@ void region_unref(struct region *r)
 	if (!r || --r->refs)
 		return;
 	c = r->owner;
+	vmr_dereg(r->xport);
 	munmap(r->addr, (size_t)r->len);
 	r->acct->regions--;
 	r->acct->bytes -= r->len;

@@ -19,6 +19,7 @@
 
 struct manager;
 struct session;
+struct vmr;
 
 /* Per-uid usage, shared by every session of that uid. */
 struct uid_acct {
@@ -50,6 +51,9 @@ struct export {
 	struct region *region;
 	struct session *s;
 	uint32_t access;
+	unsigned ops;		/* verbs ops in flight that target it */
+	struct vmr *xport;	/* verbs: MR with exactly @access; kept while ops run */
+	struct region *xregion; /* referenced while @xport exists */
 	char name[RP_NAME_MAX];
 };
 
@@ -92,6 +96,8 @@ struct session {
 	uint32_t id;
 	uint16_t version; /* 0 until HELLO succeeded */
 	bool dead;	  /* hung up or misbehaved: stop touching its rings */
+	bool freed;	  /* the glue is done with it; free when ops_pending drops to 0 */
+	unsigned ops_pending; /* async ops (verbs) that still refer to this session */
 	struct uid_acct *acct;
 	struct rings rings;
 	struct idtab regions;	/* struct region * */
@@ -165,6 +171,13 @@ int xfer_run(struct session *s);
 void xfer_complete(struct session *s, const struct rp_cqe *cqe);
 /* Reserve a completion slot at @s: 0 or -ENOSPC (or -EPROTO on a corrupt ring). */
 int xfer_reserve(struct session *s);
+
+/* Verbs loopback completion (vlocal_done_fn): @user is the op. */
+void xfer_verbs_done(void *user, int status);
+/* Drop an op's hold on a session; frees it once the glue released it too (clients.c). */
+void session_put(struct session *s);
+/* Release an unexported export's MR once no op uses it (exports.c). */
+void export_release_mr(struct export *e);
 
 /* Peer check shared by remote open and dest open: 0 (local) or -RP_EPEER*. */
 int session_peer_local(struct session *s, const char *peer);

@@ -6,7 +6,9 @@
  * completion ring can never overflow; notifications and receive completions
  * for other sessions reserve a slot there or fail the operation.
  *
- * On the tcp transport the local path copies between the mapped regions.
+ * On the tcp transport the local path copies between the mapped regions; on
+ * verbs it is a real RDMA WRITE or READ through the loopback RC QP, and the
+ * op keeps its session, regions and export alive until the device reports.
  */
 #include "session.h"
 
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "manager.h"
+#include "verbs_local.h"
 
 /* Submissions handled per call before yielding the loop to other clients. */
 #define XFER_BATCH 512
@@ -127,7 +130,8 @@ static uint16_t sqe_op(uint16_t opcode)
 }
 
 /* One op done: post its completion in the slot it reserved. */
-static void op_done(struct session *s, const struct rp_sqe *q, int status, uint32_t len)
+static void op_report(struct session *s, struct uid_acct *a, const struct rp_sqe *q, int status,
+		      uint32_t len)
 {
 	struct rp_cqe cqe = {
 		.cookie = q->cookie,
@@ -136,8 +140,13 @@ static void op_done(struct session *s, const struct rp_sqe *q, int status, uint3
 		.op = sqe_op(q->opcode),
 	};
 
-	s->acct->inflight--;
+	a->inflight--;
 	xfer_complete(s, &cqe);
+}
+
+static void op_done(struct session *s, const struct rp_sqe *q, int status, uint32_t len)
+{
+	op_report(s, s->acct, q, status, len);
 }
 
 static int notify(struct export *e, const struct rp_sqe *q)
@@ -155,6 +164,110 @@ static int notify(struct export *e, const struct rp_sqe *q)
 		return -RP_ENOTIFYSPACE;
 	xfer_complete(t, &cqe);
 	return 0;
+}
+
+/* A verbs op between two local regions, from submission to the device's report. */
+struct vop {
+	struct session *s;  /* initiator */
+	struct session *t;  /* exporter to notify, or NULL */
+	struct uid_acct *acct;
+	struct region *lr;
+	struct export *e;
+	struct rp_sqe q;
+};
+
+static int vlocal_status(int st)
+{
+	switch (st) {
+	case 0:
+		return 0;
+	case -EACCES:
+		return -RP_EREMOTEACCESS;
+	case -ERANGE:
+		return -RP_EREMOTEBOUNDS;
+	case -ECANCELED:
+		return -ECANCELED; /* never reached the device (daemon stopping) */
+	default:
+		return -RP_EOUTCOME;
+	}
+}
+
+void xfer_verbs_done(void *user, int status)
+{
+	struct vop *op = user;
+	struct clients *c = op->s->owner;
+	int st = vlocal_status(status);
+
+	if (op->t) {
+		struct rp_cqe n = {
+			.offset = op->q.remote_offset,
+			.len = (uint32_t)op->q.len,
+			.imm = op->q.imm,
+			.op = RP_OP_NOTIFY,
+			.region = (uint16_t)op->e->xregion->id,
+		};
+
+		/* The slot was reserved before posting: deliver it or give it back. */
+		if (st == 0)
+			xfer_complete(op->t, &n);
+		else if (op->t->rings.cq_reserved)
+			op->t->rings.cq_reserved--;
+		session_put(op->t);
+	}
+	op_report(op->s, op->acct, &op->q, st, (uint32_t)op->q.len);
+	region_unref(op->lr);
+	op->e->ops--;
+	export_release_mr(op->e);
+	export_unref(op->e);
+	acct_put(c, op->acct);
+	session_put(op->s);
+	free(op);
+}
+
+/* 1: posted, reported later through xfer_verbs_done(); <0: failed now. */
+static int post_verbs(struct session *s, struct region *lr, struct export *e,
+		      const struct rp_sqe *q)
+{
+	struct vlocal *v = s->owner->m->vlocal;
+	struct session *t = NULL;
+	struct vop *op;
+	int r;
+
+	if (q->opcode == RP_SQE_WRITE && (q->flags & RP_NOTIFY)) {
+		t = e->region->s;
+		if (!t || xfer_reserve(t) < 0)
+			return -RP_ENOTIFYSPACE;
+	}
+	op = calloc(1, sizeof(*op));
+	if (!op) {
+		if (t)
+			t->rings.cq_reserved--;
+		return -ENOMEM;
+	}
+	op->s = s;
+	op->t = t;
+	op->acct = s->acct;
+	op->lr = region_ref(lr);
+	op->e = e;
+	op->q = *q;
+	if (q->opcode == RP_SQE_WRITE)
+		r = vlocal_write(v, lr->xport, q->offset, e->xport, q->remote_offset, q->len, op);
+	else
+		r = vlocal_read(v, lr->xport, q->offset, e->xport, q->remote_offset, q->len, op);
+	if (r < 0) {
+		if (t)
+			t->rings.cq_reserved--;
+		region_unref(lr);
+		free(op);
+		return r;
+	}
+	e->refs++;
+	e->ops++;
+	s->acct->refs++;
+	s->ops_pending++;
+	if (t)
+		t->ops_pending++;
+	return 1;
 }
 
 static int do_rw(struct session *s, const struct rp_sqe *q)
@@ -177,6 +290,8 @@ static int do_rw(struct session *s, const struct rp_sqe *q)
 		return -RP_EREMOTEBOUNDS;
 	if (!(e->access & need))
 		return -RP_EREMOTEACCESS;
+	if (s->owner->m->vlocal)
+		return post_verbs(s, lr, e, q);
 	l = (char *)lr->addr + q->offset;
 	rm = (char *)e->region->addr + q->remote_offset;
 	/* memmove: a client may target its own exported region. */
@@ -274,6 +389,8 @@ static int execute(struct session *s, const struct rp_sqe *q)
 	case RP_SQE_WRITE:
 	case RP_SQE_READ:
 		r = do_rw(s, q);
+		if (r == 1)
+			return 0;
 		break;
 	case RP_SQE_SEND:
 		r = do_send(s, q);

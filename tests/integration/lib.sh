@@ -62,7 +62,7 @@ write_conf() {
 		echo "[daemon]"
 		echo "node_name = testnode"
 		echo "socket = $T_DIR/rp.sock"
-		echo "transport = tcp"
+		echo "transport = ${RP_TEST_TRANSPORT:-tcp}"
 		echo "listen = none"
 		echo "log_level = debug"
 		printf '%s\n' "$@"
