@@ -34,3 +34,4 @@ EXTRA_DIST += tests/integration/test-client-symbols.sh \
 	tests/integration/test-client.sh
 
 include examples/local.mk
+include libclient/perf.mk
