@@ -1,6 +1,7 @@
 # Test suites: unit (TAP programs), integration (real daemons), vm (Soft-RoCE), fuzz.
 include tests/unit/config.mk
 include tests/integration/local.mk
+include tests/integration/ctl.mk
 include tests/integration/peers.mk
 include tests/vm/local.mk
 include tests/vm/daemon.mk
@@ -13,3 +14,4 @@ check_PROGRAMS += tests/helpers/verbs-local-check
 tests_helpers_verbs_local_check_SOURCES = tests/helpers/verbs-local-check.c \
 	daemon/verbs_local.c daemon/verbs_local.h daemon/rdma_dev.c daemon/rdma_dev.h
 tests_helpers_verbs_local_check_LDADD = $(IBVERBS_LIBS) $(RDMACM_LIBS)
+include tests/integration/perf.mk
