@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "clients.h"
 #include "log.h"
 #include "notify.h"
@@ -20,6 +21,8 @@
 
 /* After EMFILE/ENFILE, stop accepting for a moment instead of spinning. */
 #define ACCEPT_PAUSE_MS 100
+/* STATUS= is refreshed at most this often, and only when it changed. */
+#define STATUS_REFRESH_MS 1000
 
 static void on_close_free_nothing(uv_handle_t *h)
 {
@@ -34,11 +37,26 @@ static void close_handle(uv_handle_t *h)
 
 void manager_status_line(const struct manager *m, char *buf, size_t len)
 {
+	unsigned up, total;
 	char sz[32];
 
-	snprintf(buf, len, "%s transport, 0/%zu peers up, %u clients, %s registered",
-		 config_transport_name(m->transport), m->cfg->n_peers, clients_count(m->clients),
+	admin_peer_counts(m, &up, &total);
+	snprintf(buf, len, "%s transport, %u/%u peers up, %u clients, %s registered",
+		 config_transport_name(m->transport), up, total, clients_count(m->clients),
 		 fmt_bytes(clients_registered_bytes(m->clients), sz, sizeof(sz)));
+}
+
+/* Tell systemd the status line again if it changed since it was last sent. */
+static void on_status_timer(uv_timer_t *t)
+{
+	struct manager *m = t->data;
+	char status[sizeof(m->status_sent)];
+
+	manager_status_line(m, status, sizeof(status));
+	if (!strcmp(status, m->status_sent))
+		return;
+	memcpy(m->status_sent, status, sizeof(status));
+	notify_status(status);
 }
 
 void manager_stop(struct manager *m, int exit_code)
@@ -57,6 +75,7 @@ void manager_stop(struct manager *m, int exit_code)
 	close_handle((uv_handle_t *)&m->sig_hup);
 	close_handle((uv_handle_t *)&m->watchdog);
 	close_handle((uv_handle_t *)&m->accept_pause);
+	close_handle((uv_handle_t *)&m->status_timer);
 	listener_close(&m->listener);
 }
 
@@ -113,6 +132,7 @@ static void on_comp(uv_poll_t *h, int status, int events)
 		return;
 	}
 	r = rdev_cq_event(m->rdev);
+	admin_count_cq(r);
 	if (r < 0)
 		log_err("completion queue: %s", strerror(-r));
 }
@@ -159,7 +179,7 @@ static void warn_fixed(const struct config *old, const struct config *new)
 		log_warn("reload: node_name changed; it applies at the next restart");
 }
 
-static void reload(struct manager *m)
+int manager_reload(struct manager *m, char *msg, size_t msglen)
 {
 	struct config *cfg = NULL;
 	char err[512], status[256];
@@ -169,6 +189,9 @@ static void reload(struct manager *m)
 	r = config_load(m->config_path, &cfg, err, sizeof(err));
 	if (r < 0) {
 		log_err("reload rejected, keeping the running configuration: %s", err);
+		if (msg)
+			snprintf(msg, msglen, "reload rejected, keeping the running configuration: %s",
+				 err);
 	} else {
 		warn_fixed(m->cfg, cfg);
 		config_free(m->cfg);
@@ -176,14 +199,19 @@ static void reload(struct manager *m)
 		log_set_level(cfg->log_level);
 		log_info("reloaded %s: log level %s, %zu peer(s)", m->config_path,
 			 log_level_name(cfg->log_level), cfg->n_peers);
+		if (msg)
+			snprintf(msg, msglen, "reloaded %s: log level %s, %zu peer(s)",
+				 m->config_path, log_level_name(cfg->log_level), cfg->n_peers);
 	}
 	manager_status_line(m, status, sizeof(status));
 	notify_ready(status);
+	snprintf(m->status_sent, sizeof(m->status_sent), "%s", status);
+	return r;
 }
 
 static void on_hup(uv_signal_t *h, int signum)
 {
-	reload(h->data);
+	manager_reload(h->data, NULL, 0);
 }
 
 static void on_watchdog(uv_timer_t *t)
@@ -267,6 +295,12 @@ static int start_handles(struct manager *m)
 	if (!r)
 		r = uv_timer_init(&m->loop, &m->accept_pause);
 	m->accept_pause.data = m;
+	if (!r)
+		r = uv_timer_init(&m->loop, &m->status_timer);
+	m->status_timer.data = m;
+	if (!r)
+		r = uv_timer_start(&m->status_timer, on_status_timer, STATUS_REFRESH_MS,
+				   STATUS_REFRESH_MS);
 	m->watchdog_usec = notify_watchdog_usec();
 	if (!r && m->watchdog_usec) {
 		/* Ping at half the interval, from the loop itself: a stuck loop stops pinging. */
@@ -362,6 +396,7 @@ int manager_run(struct manager *m)
 		 m->listener.path, m->listener.activated ? " (socket-activated)" : "");
 	manager_status_line(m, status, sizeof(status));
 	notify_ready(status);
+	snprintf(m->status_sent, sizeof(m->status_sent), "%s", status);
 	uv_run(&m->loop, UV_RUN_DEFAULT);
 	log_info("stopped");
 	return m->exit_code;
@@ -379,6 +414,7 @@ struct manager *manager_free(struct manager *m)
 	}
 	/* Ops still on the loopback QP report (flushed) before their sessions go. */
 	m->vlocal = vlocal_free(m->vlocal);
+	xfer_cache_free();
 	m->clients = clients_free(m->clients);
 	m->rdev = rdev_free(m->rdev);
 	config_free(m->cfg);

@@ -19,6 +19,7 @@
 
 struct manager;
 struct session;
+struct admin_session;
 struct vmr;
 
 /* Per-uid usage, shared by every session of that uid. */
@@ -105,6 +106,7 @@ struct session {
 	struct idtab endpoints; /* struct endpoint * */
 	struct idtab dests;	/* char * (endpoint names) */
 	void (*wake)(struct session *s); /* glue: SQ work may be pending again */
+	struct admin_session *admin;	 /* admin.c: counters, metrics snapshot */
 };
 
 struct clients {
@@ -174,6 +176,8 @@ int xfer_reserve(struct session *s);
 
 /* Verbs loopback completion (vlocal_done_fn): @user is the op. */
 void xfer_verbs_done(void *user, int status);
+/* Free the spare op structs kept for reuse (at exit). */
+void xfer_cache_free(void);
 /* Drop an op's hold on a session; frees it once the glue released it too (clients.c). */
 void session_put(struct session *s);
 /* Release an unexported export's MR once no op uses it (exports.c). */

@@ -44,6 +44,8 @@ struct vlocal {
 	bool closing;
 	unsigned recoveries;
 	struct vl_op *head, *tail; /* ops with parts not yet posted, in order */
+	struct vl_op *spare;	   /* finished ops kept for reuse: no malloc per op */
+	unsigned n_spare;
 	struct ibv_qp_attr rtr, rts;
 	int rtr_mask, rts_mask;
 };
@@ -186,12 +188,33 @@ out_free:
 	return r;
 }
 
+/* Spare ops kept: enough for a full send queue and then some. */
+#define VL_SPARE_MAX 1024
+
+static struct vl_op *op_alloc(struct vlocal *v)
+{
+	struct vl_op *op = v->spare;
+
+	if (!op)
+		return calloc(1, sizeof(*op));
+	v->spare = op->next;
+	v->n_spare--;
+	memset(op, 0, sizeof(*op));
+	return op;
+}
+
 static void op_finish(struct vl_op *op)
 {
 	struct vlocal *v = op->v;
 
 	v->done(op->user, op->status);
-	free(op);
+	if (v->n_spare >= VL_SPARE_MAX) {
+		free(op);
+		return;
+	}
+	op->next = v->spare;
+	v->spare = op;
+	v->n_spare++;
 }
 
 /*
@@ -227,6 +250,10 @@ struct vlocal *vlocal_free(struct vlocal *v)
 			op->status = op->status ? op->status : -ECANCELED;
 			op_finish(op);
 		}
+	}
+	while ((op = v->spare)) {
+		v->spare = op->next;
+		free(op);
 	}
 	if (v->qp)
 		ibv_destroy_qp(v->qp);
@@ -266,6 +293,26 @@ struct vmr *vmr_dereg(struct vmr *m)
 	ibv_dereg_mr(m->mr);
 	free(m);
 	return NULL;
+}
+
+uint64_t vmr_addr(const struct vmr *m)
+{
+	return (uintptr_t)m->mr->addr;
+}
+
+uint64_t vmr_len(const struct vmr *m)
+{
+	return m->mr->length;
+}
+
+uint32_t vmr_lkey(const struct vmr *m)
+{
+	return m->mr->lkey;
+}
+
+uint32_t vmr_rkey(const struct vmr *m)
+{
+	return m->mr->rkey;
 }
 
 static int wc_status(enum ibv_wc_status s)
@@ -379,7 +426,7 @@ static int submit(struct vlocal *v, enum ibv_wr_opcode opc, struct vmr *l, uint6
 	if (loff > l->mr->length || len > l->mr->length - loff || roff > rm->mr->length ||
 	    len > rm->mr->length - roff)
 		return -ERANGE;
-	op = calloc(1, sizeof(*op));
+	op = op_alloc(v);
 	if (!op)
 		return -ENOMEM;
 	op->wr.done = on_wc;

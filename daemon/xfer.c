@@ -176,6 +176,48 @@ struct vop {
 	struct rp_sqe q;
 };
 
+/*
+ * Finished vops are kept for reuse (the daemon is single-threaded): the data
+ * path does not call malloc per operation once warm.
+ */
+#define VOP_SPARE_MAX 4096
+static struct vop *vop_spare;
+static unsigned vop_n_spare;
+
+static struct vop *vop_alloc(void)
+{
+	struct vop *op = vop_spare;
+
+	if (!op)
+		return calloc(1, sizeof(*op));
+	vop_spare = *(struct vop **)op;
+	vop_n_spare--;
+	memset(op, 0, sizeof(*op));
+	return op;
+}
+
+static void vop_release(struct vop *op)
+{
+	if (vop_n_spare >= VOP_SPARE_MAX) {
+		free(op);
+		return;
+	}
+	*(struct vop **)op = vop_spare;
+	vop_spare = op;
+	vop_n_spare++;
+}
+
+void xfer_cache_free(void)
+{
+	struct vop *op;
+
+	while ((op = vop_spare)) {
+		vop_spare = *(struct vop **)op;
+		free(op);
+	}
+	vop_n_spare = 0;
+}
+
 static int vlocal_status(int st)
 {
 	switch (st) {
@@ -221,7 +263,7 @@ void xfer_verbs_done(void *user, int status)
 	export_unref(op->e);
 	acct_put(c, op->acct);
 	session_put(op->s);
-	free(op);
+	vop_release(op);
 }
 
 /* 1: posted, reported later through xfer_verbs_done(); <0: failed now. */
@@ -238,7 +280,7 @@ static int post_verbs(struct session *s, struct region *lr, struct export *e,
 		if (!t || xfer_reserve(t) < 0)
 			return -RP_ENOTIFYSPACE;
 	}
-	op = calloc(1, sizeof(*op));
+	op = vop_alloc();
 	if (!op) {
 		if (t)
 			t->rings.cq_reserved--;
@@ -258,7 +300,7 @@ static int post_verbs(struct session *s, struct region *lr, struct export *e,
 		if (t)
 			t->rings.cq_reserved--;
 		region_unref(lr);
-		free(op);
+		vop_release(op);
 		return r;
 	}
 	e->refs++;
