@@ -5,6 +5,7 @@ daemon_rdmaproxyd_SOURCES = \
 	daemon/manager.c daemon/manager.h \
 	daemon/clients.c daemon/clients.h \
 	daemon/session.c daemon/session.h \
+	daemon/admin.c daemon/admin_metrics.c daemon/admin.h \
 	daemon/region.c daemon/exports.c daemon/xfer.c \
 	libclient/error.c \
 	daemon/config.c daemon/config.h \

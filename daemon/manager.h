@@ -38,6 +38,8 @@ struct manager {
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_timer_t watchdog;
 	uv_timer_t accept_pause;
+	uv_timer_t status_timer; /* refreshes STATUS= when it changed */
+	char status_sent[256];	 /* the STATUS= line systemd has */
 	uint64_t watchdog_usec;
 
 	struct clients *clients;
@@ -52,6 +54,12 @@ struct manager *manager_free(struct manager *m);
 
 /* One human line for systemd's STATUS= and `rdmaproxyctl status`. */
 void manager_status_line(const struct manager *m, char *buf, size_t len);
+/*
+ * Re-read the config file and apply what can change at run time (SIGHUP and
+ * rdmaproxyctl reload). 0, or <0 with the running config kept; a one-line
+ * outcome in @msg when it is not NULL.
+ */
+int manager_reload(struct manager *m, char *msg, size_t msglen);
 /* Stop the daemon from inside the loop (fatal device error, signal). */
 void manager_stop(struct manager *m, int exit_code);
 

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "clients.h"
 #include "log.h"
 #include "manager.h"
@@ -438,7 +439,7 @@ static long body_size(uint16_t type)
 	case RP_MSG_EP_BIND:
 		return sizeof(struct rp_ep_req);
 	default:
-		return -1;
+		return admin_body_size(type);
 	}
 }
 
@@ -488,7 +489,7 @@ static int dispatch_ready(struct session *s, const struct rp_hdr *h, const void 
 	case RP_MSG_DEST_OPEN:
 		return handle_dest_open(s, h, body);
 	default:
-		return -EPROTO;
+		return (h->type & 0xff00) == 0x0800 ? admin_dispatch(s, h, body) : -EPROTO;
 	}
 }
 
@@ -550,6 +551,7 @@ void session_release(struct session *s)
 	release_table(s, &s->dests, drop_dest);
 	release_table(s, &s->regions, drop_region);
 	rings_free(&s->rings);
+	admin_session_release(s);
 	if (s->acct) {
 		s->acct->conns--;
 		acct_put(c, s->acct);

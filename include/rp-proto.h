@@ -54,8 +54,14 @@ enum rp_msg_type {
 	RP_MSG_EP_UNBIND = 0x0402,
 	RP_MSG_DEST_OPEN = 0x0403, /* name a send destination once, send by id */
 
-	/* 0x08xx: administration (rdmaproxyctl) */
+	/* 0x08xx: administration (rdmaproxyctl); see the admin section below. */
 	RP_MSG_STATUS = 0x0801,
+	RP_MSG_ADMIN_CLIENTS = 0x0802, /* page of struct rp_admin_client */
+	RP_MSG_ADMIN_REGIONS = 0x0803, /* page of struct rp_admin_region */
+	RP_MSG_ADMIN_PEERS = 0x0804,   /* page of struct rp_admin_peer */
+	RP_MSG_ADMIN_METRICS = 0x0805, /* page of Prometheus text */
+	RP_MSG_ADMIN_PING = 0x0806,
+	RP_MSG_ADMIN_RELOAD = 0x0807,
 };
 
 /* RP_MSG_HELLO: must be the first message; anything else first disconnects. */
@@ -159,5 +165,117 @@ struct rp_status_reply {
 	uint32_t pad;
 };
 _Static_assert(sizeof(struct rp_status_reply) == 264, "rp_status_reply");
+
+/*
+ * Administration. Read-only queries (STATUS, CLIENTS, REGIONS, PEERS,
+ * METRICS, PING) are answered for every allowed user; RELOAD, and anything
+ * that changes state, only for root or members of the configured
+ * admin_group (decided from SO_PEERCRED). A refused or failed admin request
+ * is a reply with a negative status and either no body or a struct
+ * rp_admin_text saying why.
+ *
+ * Lists can outgrow one packet, so they come in pages: a request carries a
+ * cursor (0: from the start), the reply a struct rp_admin_page followed by
+ * @count fixed-size records, and the cursor of the next page (0: this was
+ * the last). Cursors are keys, not positions: entries that come or go
+ * between pages never shift the others. METRICS pages are byte ranges of a
+ * text snapshot taken when the cursor is 0, so a scrape is consistent.
+ */
+#define RP_ADMIN_TEXT_MAX 256
+
+struct rp_admin_text {
+	char text[RP_ADMIN_TEXT_MAX]; /* NUL-terminated */
+};
+_Static_assert(sizeof(struct rp_admin_text) == 256, "rp_admin_text");
+
+/* CLIENTS, REGIONS, PEERS, METRICS. */
+struct rp_admin_page_req {
+	uint64_t cursor;
+	uint32_t flags; /* none defined: must be 0 */
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct rp_admin_page_req) == 16, "rp_admin_page_req");
+
+struct rp_admin_page {
+	uint64_t next;	/* cursor of the next page, 0: no more */
+	uint32_t count; /* records (METRICS: bytes of text) after this header */
+	uint32_t total; /* records in the whole list (METRICS: bytes in the snapshot) */
+};
+_Static_assert(sizeof(struct rp_admin_page) == 16, "rp_admin_page");
+#define RP_ADMIN_PAGE_MAX (RP_PROTO_MSG_MAX - sizeof(struct rp_hdr) - sizeof(struct rp_admin_page))
+
+/* One client session. Counters are of operations this client submitted. */
+struct rp_admin_client {
+	uint32_t id;
+	int32_t pid;
+	uint32_t uid;
+	uint32_t gid;
+	char comm[16];
+	uint64_t registered_bytes;
+	uint64_t ops;	 /* completed operations */
+	uint64_t errors; /* of those, completed with an error */
+	uint64_t bytes;	 /* moved by the successful ones */
+	uint32_t regions;
+	uint32_t exports;
+	uint32_t endpoints;
+	uint32_t inflight; /* completions promised and not yet posted */
+};
+_Static_assert(sizeof(struct rp_admin_client) == 80, "rp_admin_client");
+
+/*
+ * One (region, export) pair: a region with several exports has one record
+ * per export, a region without exports one record with n_exports 0. The
+ * cursor is client id << 32 | region id << 16 | export index.
+ */
+struct rp_admin_region {
+	uint32_t client; /* owning session id */
+	int32_t pid;
+	uint32_t uid;
+	uint32_t id; /* region id within its client */
+	uint64_t len;
+	uint32_t busy;	    /* operations holding the region */
+	uint32_t n_exports; /* exports of this region */
+	uint32_t access;    /* RP_ACCESS_* of export_name */
+	uint32_t pad;
+	char comm[16];
+	char export_name[RP_NAME_MAX]; /* "" when n_exports is 0 */
+};
+_Static_assert(sizeof(struct rp_admin_region) == 120, "rp_admin_region");
+
+/* One configured peer. Counters are since the daemon started. */
+struct rp_admin_peer {
+	char name[RP_NAME_MAX];
+	char address[128];    /* HOST:PORT as configured */
+	char state[16];	      /* "up", "connecting", "handshaking", "backoff", "down" */
+	char transport[16];   /* "tcp", "verbs", "none" */
+	char direction[16];   /* of an up link: "outbound" or "inbound"; else "" */
+	char last_error[128]; /* reason of the last failure, "" if none yet */
+	int64_t since_ms;     /* unix time (ms) of the last state change, 0: unknown */
+	int64_t rtt_us;	      /* last keepalive round trip, -1: unknown */
+	uint64_t incarnation; /* the peer's, from the last handshake; 0: never */
+	uint64_t tx_bytes, rx_bytes; /* payload bytes sent to / received from it */
+	uint64_t tx_ops, rx_ops;     /* operations initiated here / served for it */
+	uint64_t errors;	     /* operations reported with an error, either way */
+	uint64_t reconnects;	     /* times it came up again after the first */
+};
+_Static_assert(sizeof(struct rp_admin_peer) == 440, "rp_admin_peer");
+
+/* RP_MSG_ADMIN_PING: one round trip through the peer channel to @peer. */
+struct rp_admin_ping_req {
+	char peer[RP_NAME_MAX];
+	uint32_t seq; /* echoed */
+	uint32_t flags; /* none defined: must be 0 */
+};
+_Static_assert(sizeof(struct rp_admin_ping_req) == 72, "rp_admin_ping_req");
+
+/* rtt_us: measured by the daemon on the peer channel; 0 for this node itself. */
+struct rp_admin_ping_reply {
+	uint64_t rtt_us;
+	uint32_t seq;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct rp_admin_ping_reply) == 16, "rp_admin_ping_reply");
+
+/* RP_MSG_ADMIN_RELOAD has no request body; every reply carries a struct rp_admin_text. */
 
 #endif

@@ -34,4 +34,5 @@ EXTRA_DIST += tests/integration/test-client-symbols.sh \
 	tests/integration/test-client.sh
 
 include examples/local.mk
+include libclient/ctl.mk
 include libclient/perf.mk

@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Administration requests: build replies from the manager's state (clients,
+ * regions, peers, device), page long lists with key cursors, serve metrics
+ * from a per-session snapshot, and decide authorization from SO_PEERCRED.
+ */
+#include "admin.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <grp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clients.h"
+#include "log.h"
+#include "manager.h"
+#include "session.h"
+
+struct admin_session {
+	struct admin_session_stats st;
+	char *snap; /* metrics text being paged out */
+	size_t snap_len;
+};
+
+struct admin_totals admin_totals;
+
+long admin_body_size(uint16_t type)
+{
+	switch (type) {
+	case RP_MSG_ADMIN_CLIENTS:
+	case RP_MSG_ADMIN_REGIONS:
+	case RP_MSG_ADMIN_PEERS:
+	case RP_MSG_ADMIN_METRICS:
+		return sizeof(struct rp_admin_page_req);
+	case RP_MSG_ADMIN_PING:
+		return sizeof(struct rp_admin_ping_req);
+	case RP_MSG_ADMIN_RELOAD:
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static struct admin_session *session_admin(struct session *s)
+{
+	if (!s->admin && !s->dead)
+		s->admin = calloc(1, sizeof(*s->admin));
+	return s->admin;
+}
+
+const struct admin_session_stats *admin_session_stats(const struct session *s)
+{
+	return s->admin ? &s->admin->st : NULL;
+}
+
+void admin_session_release(struct session *s)
+{
+	if (!s->admin)
+		return;
+	free(s->admin->snap);
+	free(s->admin);
+	s->admin = NULL;
+}
+
+enum admin_err_kind admin_err_kind(int status)
+{
+	switch (-status) {
+	case EINVAL:
+	case RP_EBOUNDS:
+	case RP_EBADHANDLE:
+		return ADMIN_ERR_LOCAL;
+	case RP_EREMOTEACCESS:
+	case RP_EREMOTEBOUNDS:
+	case RP_EUNEXPORTED:
+	case RP_ENOEXPORT:
+	case RP_ENOENDPOINT:
+	case RP_ENORECV:
+	case RP_ERECVSMALL:
+	case RP_ENOTIFYSPACE:
+		return ADMIN_ERR_REMOTE;
+	case RP_EPEERUNKNOWN:
+	case RP_EPEERDOWN:
+	case RP_EOUTCOME:
+		return ADMIN_ERR_PEER;
+	case RP_ELIMIT_CONN:
+	case RP_ELIMIT_BYTES:
+	case RP_ELIMIT_REGIONS:
+	case RP_ELIMIT_INFLIGHT:
+		return ADMIN_ERR_LIMIT;
+	case ECANCELED:
+		return ADMIN_ERR_CANCELLED;
+	default:
+		return ADMIN_ERR_OTHER;
+	}
+}
+
+const char *admin_err_kind_name(enum admin_err_kind k)
+{
+	static const char *const names[ADMIN_ERR_KINDS] = {
+		"local", "remote", "peer", "limit", "cancelled", "other",
+	};
+
+	return k < ADMIN_ERR_KINDS ? names[k] : "other";
+}
+
+void admin_count_op(struct session *s, unsigned op, int status, uint64_t len)
+{
+	struct admin_session *a = s ? session_admin(s) : NULL;
+	unsigned i = op < ADMIN_OPS ? op : 0;
+
+	admin_totals.ops[i]++;
+	if (status < 0)
+		admin_totals.errors[admin_err_kind(status)]++;
+	else
+		admin_totals.bytes[i] += len;
+	if (!a)
+		return;
+	a->st.ops++;
+	if (status < 0)
+		a->st.errors++;
+	else
+		a->st.bytes += len;
+}
+
+void admin_count_cq(int n)
+{
+	admin_totals.cq_events++;
+	if (n > 0)
+		admin_totals.cq_completions += (uint64_t)n;
+}
+
+/* Reply with a negative @status and a reason the client prints. */
+static int reply_text(struct session *s, const struct rp_hdr *h, int status, const char *fmt,
+		      ...) __attribute__((format(printf, 4, 5)));
+static int reply_text(struct session *s, const struct rp_hdr *h, int status, const char *fmt, ...)
+{
+	struct rp_admin_text t = { 0 };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t.text, sizeof(t.text), fmt, ap);
+	va_end(ap);
+	return session_reply(s, h, status, &t, sizeof(t), NULL, 0);
+}
+
+/* One page: header + records, assembled in a packet-sized buffer. */
+struct page {
+	_Alignas(8) char buf[RP_ADMIN_PAGE_MAX + sizeof(struct rp_admin_page)];
+	struct rp_admin_page *hdr;
+	size_t rec, max;
+};
+
+static void page_init(struct page *p, size_t rec)
+{
+	memset(p->buf, 0, sizeof(struct rp_admin_page));
+	p->hdr = (struct rp_admin_page *)p->buf;
+	p->rec = rec;
+	p->max = RP_ADMIN_PAGE_MAX / rec;
+}
+
+/* Room for one more record, or NULL (then @key becomes the next cursor). */
+static void *page_add(struct page *p, uint64_t key)
+{
+	void *r;
+
+	if (p->hdr->count >= p->max) {
+		if (!p->hdr->next)
+			p->hdr->next = key;
+		return NULL;
+	}
+	r = p->buf + sizeof(*p->hdr) + p->hdr->count * p->rec;
+	memset(r, 0, p->rec);
+	p->hdr->count++;
+	return r;
+}
+
+static int page_send(struct session *s, const struct rp_hdr *h, struct page *p)
+{
+	return session_reply(s, h, 0, p->buf, sizeof(*p->hdr) + p->hdr->count * p->rec, NULL, 0);
+}
+
+static int cmp_session_id(const void *a, const void *b)
+{
+	const struct session *x = *(struct session *const *)a, *y = *(struct session *const *)b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Live sessions past hello, sorted by id (the cursor key). */
+static int sorted_sessions(struct clients *c, struct session ***ret, size_t *ret_n)
+{
+	struct session **v, *s;
+	size_t n = 0;
+
+	v = calloc(c->count ? c->count : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (s = c->head; s && n < c->count; s = s->next)
+		if (s->version && !s->dead)
+			v[n++] = s;
+	qsort(v, n, sizeof(*v), cmp_session_id);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+static unsigned exports_of(const struct clients *c, const struct region *r, const struct session *s)
+{
+	const struct export *e;
+	unsigned n = 0;
+
+	for (e = c->exports; e; e = e->next)
+		if (!e->dead && (r ? e->region == r : e->s == s))
+			n++;
+	return n;
+}
+
+static void fill_client(const struct session *s, struct rp_admin_client *rec)
+{
+	const struct admin_session_stats *st = admin_session_stats(s);
+	uint32_t i;
+
+	rec->id = s->id;
+	rec->pid = (int32_t)s->cred.pid;
+	rec->uid = (uint32_t)s->cred.uid;
+	rec->gid = (uint32_t)s->cred.gid;
+	memcpy(rec->comm, s->comm, sizeof(rec->comm));
+	for (i = 0; i < s->regions.n; i++) {
+		const struct region *r = s->regions.v[i];
+
+		if (r) {
+			rec->regions++;
+			rec->registered_bytes += r->len;
+		}
+	}
+	for (i = 0; i < s->endpoints.n; i++)
+		rec->endpoints += s->endpoints.v[i] != NULL;
+	rec->exports = exports_of(s->owner, NULL, s);
+	rec->inflight = s->rings.cq_reserved;
+	if (st) {
+		rec->ops = st->ops;
+		rec->errors = st->errors;
+		rec->bytes = st->bytes;
+	}
+}
+
+static int handle_clients(struct session *s, const struct rp_hdr *h,
+			  const struct rp_admin_page_req *req)
+{
+	struct session **v;
+	struct page p;
+	size_t n, i;
+	int r;
+
+	r = sorted_sessions(s->owner, &v, &n);
+	if (r < 0)
+		return reply_text(s, h, r, "out of memory");
+	page_init(&p, sizeof(struct rp_admin_client));
+	p.hdr->total = (uint32_t)n;
+	for (i = 0; i < n; i++) {
+		struct rp_admin_client *rec;
+
+		if (v[i]->id < req->cursor)
+			continue;
+		rec = page_add(&p, v[i]->id);
+		if (!rec)
+			break;
+		fill_client(v[i], rec);
+	}
+	free(v);
+	return page_send(s, h, &p);
+}
+
+static uint64_t region_key(const struct session *s, uint32_t id, unsigned k)
+{
+	return (uint64_t)s->id << 32 | (uint64_t)(id & 0xffff) << 16 | (k & 0xffff);
+}
+
+static void fill_region(const struct session *s, const struct region *r, const struct export *e,
+			unsigned n_exports, struct rp_admin_region *rec)
+{
+	rec->client = s->id;
+	rec->pid = (int32_t)s->cred.pid;
+	rec->uid = (uint32_t)s->cred.uid;
+	memcpy(rec->comm, s->comm, sizeof(rec->comm));
+	rec->id = r->id;
+	rec->len = r->len;
+	rec->busy = r->refs > 1 ? r->refs - 1 : 0;
+	rec->n_exports = n_exports;
+	if (e) {
+		rec->access = e->access;
+		snprintf(rec->export_name, sizeof(rec->export_name), "%s", e->name);
+	}
+}
+
+/* The @k-th live export of @r, or NULL. */
+static const struct export *nth_export(const struct clients *c, const struct region *r, unsigned k)
+{
+	const struct export *e;
+
+	for (e = c->exports; e; e = e->next)
+		if (!e->dead && e->region == r && k-- == 0)
+			return e;
+	return NULL;
+}
+
+/* Add @s's regions at or after @cursor. false once the page is full. */
+static bool page_regions(struct page *p, const struct session *s, uint64_t cursor)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->regions.n; i++) {
+		const struct region *r = s->regions.v[i];
+		unsigned ne, k;
+
+		if (!r)
+			continue;
+		ne = exports_of(s->owner, r, NULL);
+		for (k = 0; k < (ne ? ne : 1) && k <= 0xffff; k++) {
+			uint64_t key = region_key(s, i + 1, k);
+			struct rp_admin_region *rec;
+
+			if (key < cursor)
+				continue;
+			rec = page_add(p, key);
+			if (!rec)
+				return false;
+			fill_region(s, r, nth_export(s->owner, r, k), ne, rec);
+		}
+	}
+	return true;
+}
+
+static int handle_regions(struct session *s, const struct rp_hdr *h,
+			  const struct rp_admin_page_req *req)
+{
+	struct session **v;
+	struct page p;
+	size_t n, i;
+	int r;
+
+	r = sorted_sessions(s->owner, &v, &n);
+	if (r < 0)
+		return reply_text(s, h, r, "out of memory");
+	page_init(&p, sizeof(struct rp_admin_region));
+	p.hdr->total = (uint32_t)clients_regions(s->owner);
+	for (i = 0; i < n; i++)
+		if (!page_regions(&p, v[i], req->cursor))
+			break;
+	free(v);
+	return page_send(s, h, &p);
+}
+
+/*
+ * Configured peers as the peer layer sees them. Until peer connections
+ * exist every configured peer is reported down since the daemon started.
+ */
+void admin_peer_fill(const struct manager *m, size_t i, struct rp_admin_peer *rec)
+{
+	const struct peer_conf *pc = &m->cfg->peers[i];
+	bool v6 = strchr(pc->host, ':') != NULL;
+
+	memset(rec, 0, sizeof(*rec));
+	snprintf(rec->name, sizeof(rec->name), "%s", pc->name);
+	snprintf(rec->address, sizeof(rec->address), "%s%s%s:%u", v6 ? "[" : "", pc->host,
+		 v6 ? "]" : "", pc->port);
+	snprintf(rec->transport, sizeof(rec->transport), "%s",
+		 config_transport_name(pc->transport == RP_TRANSPORT_AUTO ? m->transport
+									  : pc->transport));
+	snprintf(rec->state, sizeof(rec->state), "down");
+	rec->since_ms = (int64_t)m->started * 1000;
+	rec->rtt_us = -1;
+}
+
+void admin_peer_counts(const struct manager *m, unsigned *ret_up, unsigned *ret_total)
+{
+	*ret_up = 0;
+	*ret_total = m->cfg ? (unsigned)m->cfg->n_peers : 0;
+}
+
+static int handle_peers(struct session *s, const struct rp_hdr *h,
+			const struct rp_admin_page_req *req)
+{
+	const struct manager *m = s->owner->m;
+	struct page p;
+	size_t i;
+
+	page_init(&p, sizeof(struct rp_admin_peer));
+	p.hdr->total = (uint32_t)m->cfg->n_peers;
+	for (i = req->cursor ? req->cursor - 1 : 0; i < m->cfg->n_peers; i++) {
+		struct rp_admin_peer *rec = page_add(&p, i + 1);
+
+		if (!rec)
+			break;
+		admin_peer_fill(m, i, rec);
+	}
+	return page_send(s, h, &p);
+}
+
+static int handle_metrics(struct session *s, const struct rp_hdr *h,
+			  const struct rp_admin_page_req *req)
+{
+	struct admin_session *a = session_admin(s);
+	_Alignas(8) char buf[RP_ADMIN_PAGE_MAX + sizeof(struct rp_admin_page)];
+	struct rp_admin_page *pg = (struct rp_admin_page *)buf;
+	size_t n;
+	int r;
+
+	if (!a)
+		return reply_text(s, h, -ENOMEM, "out of memory");
+	if (req->cursor == 0) {
+		free(a->snap);
+		a->snap = NULL;
+		r = admin_metrics_text(s->owner->m, &a->snap, &a->snap_len);
+		if (r < 0)
+			return reply_text(s, h, r, "cannot build the metrics: %s", rp_strerror(r));
+	}
+	if (!a->snap || req->cursor > a->snap_len)
+		return reply_text(s, h, -EINVAL, "no metrics snapshot at offset %llu: start over",
+				  (unsigned long long)req->cursor);
+	n = a->snap_len - req->cursor;
+	if (n > RP_ADMIN_PAGE_MAX)
+		n = RP_ADMIN_PAGE_MAX;
+	memset(pg, 0, sizeof(*pg));
+	pg->count = (uint32_t)n;
+	pg->total = (uint32_t)a->snap_len;
+	pg->next = req->cursor + n < a->snap_len ? req->cursor + n : 0;
+	memcpy(buf + sizeof(*pg), a->snap + req->cursor, n);
+	if (!pg->next) {
+		free(a->snap);
+		a->snap = NULL;
+	}
+	return session_reply(s, h, 0, buf, sizeof(*pg) + n, NULL, 0);
+}
+
+static int handle_ping(struct session *s, const struct rp_hdr *h,
+		       const struct rp_admin_ping_req *req)
+{
+	const struct manager *m = s->owner->m;
+	struct rp_admin_ping_reply rep = { .seq = req->seq };
+
+	if (req->flags || !name_valid(req->peer, sizeof(req->peer)))
+		return reply_text(s, h, -EINVAL, "invalid peer name");
+	if (strcmp(req->peer, m->cfg->node_name)) {
+		if (!config_peer(m->cfg, req->peer))
+			return reply_text(s, h, -RP_EPEERUNKNOWN,
+					  "%s is neither this node (%s) nor a configured peer",
+					  req->peer, m->cfg->node_name);
+		return reply_text(s, h, -RP_EPEERDOWN, "peer %s is not connected", req->peer);
+	}
+	/* This node: answered here, no peer channel crossed (rtt_ns 0). */
+	return session_reply(s, h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+static const char *group_name(gid_t gid, char *buf, size_t len)
+{
+	struct group gr, *res = NULL;
+	char tmp[1024];
+
+	if (getgrgid_r(gid, &gr, tmp, sizeof(tmp), &res) == 0 && res)
+		snprintf(buf, len, "%s", res->gr_name);
+	else
+		snprintf(buf, len, "%u", (unsigned)gid);
+	return buf;
+}
+
+static bool is_admin(const struct session *s)
+{
+	return config_user_is_admin(s->owner->m->cfg, s->cred.uid, s->cred.gid);
+}
+
+/* State-changing requests are for root or the admin group; a refusal says why. */
+static int refuse(struct session *s, const struct rp_hdr *h, const char *what)
+{
+	const struct config *cfg = s->owner->m->cfg;
+	char g[64];
+
+	admin_totals.admin_refused++;
+	log_notice("client %u (pid %d uid %d %s): %s refused: not an administrator", s->id,
+		   (int)s->cred.pid, (int)s->cred.uid, s->comm, what);
+	if (cfg->admin_gid == (gid_t)-1)
+		return reply_text(s, h, -EPERM,
+				  "%s needs root: uid %d is not root and no admin_group is "
+				  "configured",
+				  what, (int)s->cred.uid);
+	return reply_text(s, h, -EPERM,
+			  "%s needs root or membership of admin_group %s: uid %d is neither", what,
+			  group_name(cfg->admin_gid, g, sizeof(g)), (int)s->cred.uid);
+}
+
+static int handle_reload(struct session *s, const struct rp_hdr *h)
+{
+	struct rp_admin_text t = { 0 };
+	int r;
+
+	if (!is_admin(s))
+		return refuse(s, h, "reload");
+	log_info("reload requested by client %u (pid %d uid %d %s)", s->id, (int)s->cred.pid,
+		 (int)s->cred.uid, s->comm);
+	r = manager_reload(s->owner->m, t.text, sizeof(t.text));
+	return session_reply(s, h, r, &t, sizeof(t), NULL, 0);
+}
+
+int admin_dispatch(struct session *s, const struct rp_hdr *h, const void *body)
+{
+	const struct rp_admin_page_req *pr = body;
+
+	admin_totals.admin_requests++;
+	if (admin_body_size(h->type) == sizeof(*pr) && (pr->flags || pr->pad))
+		return -EPROTO;
+	switch (h->type) {
+	case RP_MSG_ADMIN_CLIENTS:
+		return handle_clients(s, h, body);
+	case RP_MSG_ADMIN_REGIONS:
+		return handle_regions(s, h, body);
+	case RP_MSG_ADMIN_PEERS:
+		return handle_peers(s, h, body);
+	case RP_MSG_ADMIN_METRICS:
+		return handle_metrics(s, h, body);
+	case RP_MSG_ADMIN_PING:
+		return handle_ping(s, h, body);
+	case RP_MSG_ADMIN_RELOAD:
+		return handle_reload(s, h);
+	default:
+		return -EPROTO;
+	}
+}

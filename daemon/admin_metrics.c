@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Prometheus text exposition format (version 0.0.4) of the daemon's
+ * state and counters. Counters end in _total, units are in the names
+ * (_bytes, _seconds), every family has # HELP and # TYPE, and a family
+ * without samples is left out so that promtool has nothing to complain of.
+ */
+#include "admin.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clients.h"
+#include "manager.h"
+#include "session.h"
+
+struct text {
+	char *buf;
+	size_t len, size;
+	int err;
+};
+
+static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	char *nb;
+	int n;
+
+	while (!t->err) {
+		va_start(ap, fmt);
+		n = vsnprintf(t->buf + t->len, t->size - t->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			t->err = -EINVAL;
+		} else if ((size_t)n < t->size - t->len) {
+			t->len += (size_t)n;
+			return;
+		} else {
+			nb = realloc(t->buf, (t->size + (size_t)n + 1) * 2);
+			if (!nb)
+				t->err = -ENOMEM;
+			else
+				t->buf = nb;
+			t->size = nb ? (t->size + (size_t)n + 1) * 2 : t->size;
+		}
+	}
+}
+
+static void family(struct text *t, const char *name, const char *type, const char *help)
+{
+	put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value with \, " and newline escaped, into @buf. */
+static const char *label(const char *v, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	for (; *v && o + 3 < len; v++) {
+		if (*v == '\\' || *v == '"') {
+			buf[o++] = '\\';
+			buf[o++] = *v;
+		} else if (*v == '\n') {
+			buf[o++] = '\\';
+			buf[o++] = 'n';
+		} else {
+			buf[o++] = *v;
+		}
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static void gauge1(struct text *t, const char *name, const char *help, unsigned long long v)
+{
+	family(t, name, "gauge", help);
+	put(t, "%s %llu\n", name, v);
+}
+
+static void counter1(struct text *t, const char *name, const char *help, unsigned long long v)
+{
+	family(t, name, "counter", help);
+	put(t, "%s %llu\n", name, v);
+}
+
+static void identity(struct text *t, const struct manager *m)
+{
+	char node[2 * RP_NAME_MAX];
+
+	family(t, "rdmaproxy_info", "gauge", "Version, node name and transport of the daemon (1).");
+	put(t, "rdmaproxy_info{version=\"%s\",node=\"%s\",transport=\"%s\"} 1\n", PACKAGE_VERSION,
+	    label(m->cfg->node_name, node, sizeof(node)), config_transport_name(m->transport));
+	gauge1(t, "rdmaproxy_start_time_seconds", "Unix time at which the daemon started.",
+	       (unsigned long long)m->started);
+	gauge1(t, "rdmaproxy_uptime_seconds", "Seconds since the daemon started.",
+	       (unsigned long long)(time(NULL) - m->started));
+}
+
+static void resources(struct text *t, const struct manager *m)
+{
+	const struct clients *c = m->clients;
+	const struct uid_acct *a;
+	const struct export *e;
+	unsigned long long inflight = 0, exports = 0;
+
+	for (a = c ? c->accts : NULL; a; a = a->next)
+		inflight += a->inflight;
+	for (e = c ? c->exports : NULL; e; e = e->next)
+		exports += !e->dead;
+	gauge1(t, "rdmaproxy_clients", "Connected client sessions.", clients_count(c));
+	gauge1(t, "rdmaproxy_regions", "Registered regions, including those kept for operations.",
+	       clients_regions(c));
+	gauge1(t, "rdmaproxy_registered_bytes", "Bytes of registered client memory.",
+	       clients_registered_bytes(c));
+	gauge1(t, "rdmaproxy_exports", "Regions published under a name.", exports);
+	gauge1(t, "rdmaproxy_inflight_operations", "Operations accepted and not yet completed.",
+	       inflight);
+}
+
+static void per_user(struct text *t, const struct manager *m)
+{
+	static const struct {
+		const char *name, *help;
+	} fams[] = {
+		{ "rdmaproxy_user_connections", "Client connections per uid." },
+		{ "rdmaproxy_user_regions", "Registered regions per uid." },
+		{ "rdmaproxy_user_registered_bytes", "Registered bytes per uid." },
+		{ "rdmaproxy_user_inflight_operations", "Operations in flight per uid." },
+	};
+	const struct uid_acct *a, *first = m->clients ? m->clients->accts : NULL;
+	size_t i;
+
+	if (!first)
+		return;
+	for (i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+		family(t, fams[i].name, "gauge", fams[i].help);
+		for (a = first; a; a = a->next) {
+			unsigned long long v = i == 0   ? a->conns
+					       : i == 1 ? a->regions
+					       : i == 2 ? a->bytes
+							: a->inflight;
+
+			put(t, "%s{uid=\"%u\"} %llu\n", fams[i].name, (unsigned)a->uid, v);
+		}
+	}
+}
+
+static void operations(struct text *t)
+{
+	static const char *const ops[ADMIN_OPS] = { NULL, "write", "read", "send", "recv", "notify" };
+	unsigned i;
+
+	family(t, "rdmaproxy_operations_total", "counter",
+	       "Operations submitted by clients and completed, by operation.");
+	for (i = 1; i < ADMIN_OPS; i++)
+		put(t, "rdmaproxy_operations_total{op=\"%s\"} %llu\n", ops[i],
+		    (unsigned long long)admin_totals.ops[i]);
+	family(t, "rdmaproxy_operation_bytes_total", "counter",
+	       "Bytes moved by successful client operations, by operation.");
+	for (i = 1; i < ADMIN_OPS; i++)
+		put(t, "rdmaproxy_operation_bytes_total{op=\"%s\"} %llu\n", ops[i],
+		    (unsigned long long)admin_totals.bytes[i]);
+	family(t, "rdmaproxy_errors_total", "counter",
+	       "Client operations completed with an error, by kind of error.");
+	for (i = 0; i < ADMIN_ERR_KINDS; i++)
+		put(t, "rdmaproxy_errors_total{kind=\"%s\"} %llu\n", admin_err_kind_name(i),
+		    (unsigned long long)admin_totals.errors[i]);
+	counter1(t, "rdmaproxy_cq_events_total", "Completion channel events handled.",
+		 admin_totals.cq_events);
+	counter1(t, "rdmaproxy_cq_completions_total", "Work completions drained from the CQ.",
+		 admin_totals.cq_completions);
+	counter1(t, "rdmaproxy_admin_requests_total", "Administration requests answered.",
+		 admin_totals.admin_requests);
+	counter1(t, "rdmaproxy_admin_refused_total",
+		 "Administration requests refused for lack of authorization.",
+		 admin_totals.admin_refused);
+}
+
+/* One per-peer family: @emit prints a peer's samples. */
+static void peer_family(struct text *t, const struct rp_admin_peer *v, size_t n,
+			const char *name, const char *type, const char *help,
+			void (*emit)(struct text *t, const char *name, const char *peer,
+				     const struct rp_admin_peer *p))
+{
+	char lbl[2 * RP_NAME_MAX];
+	size_t i;
+
+	family(t, name, type, help);
+	for (i = 0; i < n; i++)
+		emit(t, name, label(v[i].name, lbl, sizeof(lbl)), &v[i]);
+}
+
+static void emit_up(struct text *t, const char *name, const char *peer,
+		    const struct rp_admin_peer *p)
+{
+	put(t, "%s{peer=\"%s\"} %d\n", name, peer, !strcmp(p->state, "up"));
+}
+
+static void emit_bytes(struct text *t, const char *name, const char *peer,
+		       const struct rp_admin_peer *p)
+{
+	put(t, "%s{peer=\"%s\",direction=\"tx\"} %llu\n", name, peer,
+	    (unsigned long long)p->tx_bytes);
+	put(t, "%s{peer=\"%s\",direction=\"rx\"} %llu\n", name, peer,
+	    (unsigned long long)p->rx_bytes);
+}
+
+static void emit_ops(struct text *t, const char *name, const char *peer,
+		     const struct rp_admin_peer *p)
+{
+	put(t, "%s{peer=\"%s\",direction=\"tx\"} %llu\n", name, peer, (unsigned long long)p->tx_ops);
+	put(t, "%s{peer=\"%s\",direction=\"rx\"} %llu\n", name, peer, (unsigned long long)p->rx_ops);
+}
+
+static void emit_errors(struct text *t, const char *name, const char *peer,
+			const struct rp_admin_peer *p)
+{
+	put(t, "%s{peer=\"%s\"} %llu\n", name, peer, (unsigned long long)p->errors);
+}
+
+static void emit_reconnects(struct text *t, const char *name, const char *peer,
+			    const struct rp_admin_peer *p)
+{
+	put(t, "%s{peer=\"%s\"} %llu\n", name, peer, (unsigned long long)p->reconnects);
+}
+
+static void emit_rtt(struct text *t, const char *name, const char *peer,
+		     const struct rp_admin_peer *p)
+{
+	if (p->rtt_us >= 0)
+		put(t, "%s{peer=\"%s\"} %.6f\n", name, peer, (double)p->rtt_us / 1e6);
+}
+
+static void peers(struct text *t, const struct manager *m)
+{
+	struct rp_admin_peer *v;
+	unsigned up, total, i;
+
+	admin_peer_counts(m, &up, &total);
+	gauge1(t, "rdmaproxy_peers", "Configured peers.", total);
+	gauge1(t, "rdmaproxy_peers_up", "Configured peers with an established channel.", up);
+	if (!total)
+		return;
+	v = calloc(total, sizeof(*v));
+	if (!v) {
+		t->err = -ENOMEM;
+		return;
+	}
+	for (i = 0; i < total; i++)
+		admin_peer_fill(m, i, &v[i]);
+	peer_family(t, v, total, "rdmaproxy_peer_up", "gauge",
+		    "1 if the channel to the peer is established, else 0.", emit_up);
+	peer_family(t, v, total, "rdmaproxy_peer_bytes_total", "counter",
+		    "Bytes moved over the peer channel, by direction.", emit_bytes);
+	peer_family(t, v, total, "rdmaproxy_peer_operations_total", "counter",
+		    "Operations carried over the peer channel, by direction.", emit_ops);
+	peer_family(t, v, total, "rdmaproxy_peer_errors_total", "counter",
+		    "Errors on the peer channel.", emit_errors);
+	peer_family(t, v, total, "rdmaproxy_peer_reconnects_total", "counter",
+		    "Times the channel to the peer was re-established.", emit_reconnects);
+	peer_family(t, v, total, "rdmaproxy_peer_rtt_seconds", "gauge",
+		    "Last keepalive round trip to the peer (absent: not measured).", emit_rtt);
+	free(v);
+}
+
+int admin_metrics_text(struct manager *m, char **ret, size_t *ret_len)
+{
+	struct text t = { .size = 16384 };
+
+	t.buf = malloc(t.size);
+	if (!t.buf)
+		return -ENOMEM;
+	identity(&t, m);
+	resources(&t, m);
+	per_user(&t, m);
+	operations(&t);
+	peers(&t, m);
+	if (t.err) {
+		free(t.buf);
+		return t.err;
+	}
+	*ret = t.buf;
+	*ret_len = t.len;
+	return 0;
+}
