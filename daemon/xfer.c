@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "manager.h"
 #include "verbs_local.h"
 
@@ -141,6 +142,7 @@ static void op_report(struct session *s, struct uid_acct *a, const struct rp_sqe
 	};
 
 	a->inflight--;
+	admin_count_op(s, cqe.op, status, cqe.len);
 	xfer_complete(s, &cqe);
 }
 
