@@ -1,2 +1,207 @@
 #!/bin/bash
-echo 1..0
+# rdmaproxyctl against a real daemon on the tcp transport: every command in
+# text and JSON, lists longer than one packet, metrics through promtool,
+# exit codes, socket selection, and systemd's STATUS= refresh.
+. "$(dirname "$0")/lib.sh"
+
+CTL="$top_builddir/libclient/rdmaproxyctl"
+LOAD="$HELPERS/ctl-load"
+SOCK="$T_DIR/rp.sock"
+CONF="$T_DIR/rp.conf"
+LOG="$T_DIR/daemon.log"
+export RDMAPROXY_SOCKET="$SOCK"
+
+# JSON is checked with jq (tools/install-deps installs it).
+if ! command -v jq >/dev/null 2>&1; then
+	[ -n "${CI:-}" ] && { echo "not ok 1 - jq is required in CI"; echo "1..1"; exit 1; }
+	echo "1..0 # SKIP jq is not installed"
+	exit 0
+fi
+jget() { jq -e "$1" >/dev/null; } # jget FILTER <doc: the filter holds
+json_ok() { jq -e . >/dev/null 2>&1; }
+
+# fits100 FILE: no line is wider than 100 columns.
+fits100() { ! awk 'length($0) > 100 { bad = 1 } END { exit !bad }' "$1"; }
+
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T_DIR/alpha.key"
+chmod 600 "$T_DIR/alpha.key"
+write_conf "$CONF" "" '[peer "alpha"]' "address = 127.0.0.1:9" "key_file = $T_DIR/alpha.key"
+
+# --- usage and an unreachable daemon ----------------------------------------
+"$CTL" --help | grep -q 'ping PEER'
+ok $? "--help lists the commands"
+"$CTL" bogus 2>/dev/null
+[ $? -eq 64 ]
+ok $? "an unknown command exits 64"
+"$CTL" ping 2>/dev/null
+[ $? -eq 64 ]
+ok $? "ping without a peer exits 64"
+"$CTL" status >"$T_DIR/out" 2>"$T_DIR/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "cannot reach rdmaproxyd at $SOCK" "$T_DIR/err" &&
+	grep -q 'is rdmaproxyd running' "$T_DIR/err" && grep -q RDMAPROXY_SOCKET "$T_DIR/err"
+ok $? "no daemon: exit 2, the socket path and the likely fix ($(head -c 200 "$T_DIR/err"))"
+
+# --- a daemon with one configured peer that is down ---------------------------
+"$HELPERS/notify-listen" "$T_DIR/notify.sock" >"$T_DIR/notify.log" &
+T_PIDS+=($!)
+wait_for 5 test -S "$T_DIR/notify.sock"
+NOTIFY_SOCKET="$T_DIR/notify.sock" start_daemon "$LOG" -c "$CONF"
+PID=$T_LAST_PID
+wait_for 10 "$CTL" status
+ok $? "status answers once the daemon is up"
+
+RDMAPROXY_SOCKET="$T_DIR/nowhere.sock" "$CTL" -s "$SOCK" status >/dev/null
+ok $? "-s PATH overrides RDMAPROXY_SOCKET"
+RDMAPROXY_SOCKET="$T_DIR/nowhere.sock" "$CTL" status 2>"$T_DIR/err"
+[ $? -eq 2 ] && grep -q "$T_DIR/nowhere.sock" "$T_DIR/err"
+ok $? "RDMAPROXY_SOCKET chooses the socket"
+
+"$CTL" status >"$T_DIR/status.txt"
+grep -q '^rdmaproxyd .* on node testnode, up ' "$T_DIR/status.txt" &&
+	grep -q '^transport  *tcp$' "$T_DIR/status.txt" &&
+	grep -q '^peers  *0/1 up$' "$T_DIR/status.txt"
+ok $? "status: version, node, transport, peers"
+diag "$T_DIR/status.txt"
+"$CTL" --json status >"$T_DIR/status.json"
+json_ok <"$T_DIR/status.json" && jget '.node == "testnode" and .transport == "tcp" and
+	.totals.peers == 1 and .totals.peers_up == 0 and (.devices | length) == 0 and
+	.uptime_seconds >= 0' <"$T_DIR/status.json"
+ok $? "status --json: valid, node/transport/totals"
+diag "$T_DIR/status.json"
+
+# --- load: 40 regions with exports, traffic with one error, 60 more clients -----
+coproc LOADP { "$LOAD" 40 65536 60 2>&1; }
+T_PIDS+=($LOADP_PID)
+read -r -t 20 line <&"${LOADP[0]}"
+[ "$line" = ready ]
+ok $? "the load client is ready ($line)"
+
+"$CTL" clients >"$T_DIR/clients.txt"
+[ $? -eq 0 ] && [ "$(grep -c ' ctl-load ' "$T_DIR/clients.txt")" -eq 61 ] &&
+	head -1 "$T_DIR/clients.txt" | grep -q '^ *ID  *PID  *UID  *COMMAND  *REGIONS  *REGISTERED'
+ok $? "clients: a table with all 61 load clients (more than one page)"
+fits100 "$T_DIR/clients.txt" && grep ' ctl-load ' "$T_DIR/clients.txt" | grep -q ' 2.5 MiB '
+ok $? "clients: fits 100 columns, sizes in human units"
+"$CTL" --json clients >"$T_DIR/clients.json"
+json_ok <"$T_DIR/clients.json" && jget '(.clients | length) == 62 and
+	([.clients[] | select(.regions == 40)] | length) == 1 and
+	([.clients[] | select(.regions == 40)][0] | .registered_bytes == 2621440 and
+	 .operations == 5 and .errors == 1 and .bytes_moved == 16384 and .exports == 22 and
+	 .command == "ctl-load" and .uid == 0 and .pid > 0)' <"$T_DIR/clients.json"
+ok $? "clients --json: 62 sessions; regions, bytes, operations, errors, exports"
+
+"$CTL" regions >"$T_DIR/regions.txt"
+[ $? -eq 0 ] && fits100 "$T_DIR/regions.txt" &&
+	grep -q 'ctl-alias-0  *read$' "$T_DIR/regions.txt" &&
+	grep -q 'ctl-alias-1  *write$' "$T_DIR/regions.txt" &&
+	grep -q 'ctl-exp-0  *read,write$' "$T_DIR/regions.txt" &&
+	[ "$(grep -c '64.0 KiB' "$T_DIR/regions.txt")" -eq 40 ]
+ok $? "regions: owner, size, export names and access in 100 columns"
+"$CTL" --json regions >"$T_DIR/regions.json"
+json_ok <"$T_DIR/regions.json" && jget '(.regions | length) == 40 and
+	([.regions[] | .exports | length] | add) == 22 and
+	([.regions[] | select((.exports | length) == 3)] | length) == 1 and
+	(.regions[0] | .bytes == 65536 and .command == "ctl-load" and .pid > 0)' \
+	<"$T_DIR/regions.json"
+ok $? "regions --json: 40 regions (two pages), 22 exports folded per region"
+
+"$CTL" peers >"$T_DIR/peers.txt"
+[ $? -eq 0 ] && fits100 "$T_DIR/peers.txt" &&
+	grep -Eq '^alpha  +127\.0\.0\.1:9  +tcp  +[a-z]+' "$T_DIR/peers.txt" &&
+	! grep -Eq '^alpha .* up ' "$T_DIR/peers.txt"
+ok $? "peers: the configured peer, not up"
+diag "$T_DIR/peers.txt"
+"$CTL" --json peers >"$T_DIR/peers.json"
+json_ok <"$T_DIR/peers.json" && jget '(.peers | length) == 1 and .peers[0].name == "alpha" and
+	.peers[0].address == "127.0.0.1:9" and .peers[0].state != "up" and
+	.peers[0].transport == "tcp" and .peers[0].since > 0' <"$T_DIR/peers.json"
+ok $? "peers --json: name, address, transport, state, since"
+
+# --- metrics -----------------------------------------------------------------
+"$CTL" metrics >"$T_DIR/metrics.txt"
+[ $? -eq 0 ] && [ "$(wc -c <"$T_DIR/metrics.txt")" -gt 4096 ] &&
+	grep -q '^rdmaproxy_regions 40$' "$T_DIR/metrics.txt" &&
+	grep -q '^rdmaproxy_clients 62$' "$T_DIR/metrics.txt" &&
+	grep -q '^rdmaproxy_registered_bytes 2621440$' "$T_DIR/metrics.txt" &&
+	grep -q '^rdmaproxy_operations_total{op="write"} 5$' "$T_DIR/metrics.txt" &&
+	grep -q '^rdmaproxy_errors_total{kind="remote"} 1$' "$T_DIR/metrics.txt" &&
+	grep -q '^rdmaproxy_peer_up{peer="alpha"} 0$' "$T_DIR/metrics.txt" &&
+	grep -q '^# TYPE rdmaproxy_peer_bytes_total counter$' "$T_DIR/metrics.txt"
+ok $? "metrics: more than one packet of text, with the numbers of the load"
+if command -v promtool >/dev/null 2>&1; then
+	promtool check metrics <"$T_DIR/metrics.txt" >"$T_DIR/promtool.out" 2>&1
+	ok $? "promtool check metrics accepts the exposition"
+	diag "$T_DIR/promtool.out"
+elif [ -n "${CI:-}" ]; then
+	ok 1 "promtool is required in CI (apt-get install prometheus)"
+else
+	echo "ok $((T_N += 1)) # SKIP promtool is not installed"
+fi
+# Every sample's family has HELP and TYPE; counters end in _total.
+awk '/^# TYPE/ { t[$3] = $4 } /^# HELP/ { h[$3] = 1 }
+	/^[a-z]/ { n = $0; sub(/[{ ].*/, "", n); if (!(n in t) || !(n in h)) bad = 1
+		   if (t[n] == "counter" && n !~ /_total$/) bad = 1 }
+	END { exit bad }' "$T_DIR/metrics.txt"
+ok $? "metrics: HELP and TYPE for every family, counters end in _total"
+"$CTL" --json metrics >"$T_DIR/metrics.json"
+json_ok <"$T_DIR/metrics.json" && jget '[.metrics[] | select(.name == "rdmaproxy_regions")][0] |
+	.type == "gauge" and .samples[0].value == 40' <"$T_DIR/metrics.json" &&
+	jget '[.metrics[] | select(.name == "rdmaproxy_peer_up")][0].samples[0].labels.peer ==
+	"alpha"' <"$T_DIR/metrics.json"
+ok $? "metrics --json: families with typed samples and labels"
+
+# --- STATUS= follows the numbers (refreshed at most once a second) -------------
+wait_for 5 grep -q 'STATUS=tcp transport, 0/1 peers up, 6[12] clients, 2.5 MiB registered' \
+	"$T_DIR/notify.log"
+ok $? "STATUS= is refreshed: peers up, clients, registered bytes"
+
+# --- ping ----------------------------------------------------------------------
+"$CTL" ping -c 3 -i 0 testnode >"$T_DIR/ping.txt"
+[ $? -eq 0 ] && grep -q '^3 sent, 3 received, 0% loss' "$T_DIR/ping.txt" &&
+	grep -q '^rtt min/avg/max/mdev = ' "$T_DIR/ping.txt"
+ok $? "ping this node: replies and a ping-like summary"
+"$CTL" --json ping -c 2 -i 0 testnode >"$T_DIR/ping.json"
+json_ok <"$T_DIR/ping.json" && jget '.sent == 2 and .received == 2 and .loss_percent == 0 and
+	(.replies | length) == 2 and .rtt_ms.min >= 0' <"$T_DIR/ping.json"
+ok $? "ping --json: sent, received, loss, rtt"
+"$CTL" ping -c 2 -i 0 alpha >"$T_DIR/ping-down.txt" 2>&1
+[ $? -eq 1 ] && grep -q '2 sent, 0 received, 100% loss' "$T_DIR/ping-down.txt" &&
+	grep -q 'alpha' "$T_DIR/ping-down.txt"
+ok $? "ping a peer that is down: 100% loss, exit 1"
+"$CTL" --json ping -c 2 -i 0 alpha >"$T_DIR/ping-down.json" 2>/dev/null
+[ $? -eq 1 ] && json_ok <"$T_DIR/ping-down.json" &&
+	jget '.received == 0 and (.replies[0].error | length) > 0' <"$T_DIR/ping-down.json"
+ok $? "ping --json a peer that is down: errors per reply, exit 1"
+"$CTL" ping nosuchpeer >/dev/null 2>"$T_DIR/err"
+[ $? -eq 1 ] && grep -q 'nosuchpeer is neither this node' "$T_DIR/err"
+ok $? "ping an unknown peer: refused with the reason, exit 1"
+
+# --- reload ----------------------------------------------------------------------
+"$CTL" reload >"$T_DIR/reload.txt"
+[ $? -eq 0 ] && grep -q "^reloaded $CONF" "$T_DIR/reload.txt"
+ok $? "reload as root: done ($(cat "$T_DIR/reload.txt"))"
+"$CTL" --json reload >"$T_DIR/reload.json"
+json_ok <"$T_DIR/reload.json" && jget '.reloaded == true' <"$T_DIR/reload.json"
+ok $? "reload --json"
+cp "$CONF" "$CONF.good"
+printf '[daemon]\nbogus = 1\n' >"$CONF"
+"$CTL" reload >/dev/null 2>"$T_DIR/err"
+[ $? -eq 1 ] && grep -q "reload rejected.*$CONF:2:" "$T_DIR/err"
+ok $? "a broken config: reload exits 1 with FILE:LINE"
+cp "$CONF.good" "$CONF"
+"$CTL" status >/dev/null
+ok $? "the daemon still answers after the rejected reload"
+
+# --- the end ----------------------------------------------------------------------
+exec {LOADP[1]}>&-
+wait "$LOADP_PID"
+ok $? "the load client exits cleanly"
+wait_for 5 sh -c "'$CTL' --json clients | jq -e '(.clients | length) == 1'"
+ok $? "its 61 sessions are gone from the list"
+stop_daemon "$PID"
+ok $? "the daemon stops cleanly"
+"$CTL" status 2>/dev/null
+[ $? -eq 2 ]
+ok $? "after it stopped: exit 2"
+t_done
