@@ -227,14 +227,18 @@ static void peer_row(struct ctl_table *t, const struct rp_admin_peer *p)
 	char name[RP_NAME_MAX + 1], addr[sizeof(p->address) + 1], tp[17], st[17], since[24];
 	char rtt[24], out[24], in[24], ops[40], err[16], a[16], b[16];
 	const char *cells[] = { name, addr, tp, st, since, rtt, out, in, ops, err };
-	int64_t now_ms = (int64_t)time(NULL) * 1000;
+	struct timespec ts;
+	int64_t now_ms;
 
 	S(p->name, name);
 	S(p->address, addr);
 	S(p->transport, tp);
 	S(p->state, st);
-	if (p->since_ms > 0 && now_ms >= p->since_ms)
-		ctl_duration((uint64_t)(now_ms - p->since_ms) / 1000, since, sizeof(since));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (p->since_ms > 0)
+		ctl_duration(now_ms > p->since_ms ? (uint64_t)(now_ms - p->since_ms) / 1000 : 0,
+			     since, sizeof(since));
 	else
 		snprintf(since, sizeof(since), "-");
 	if (p->rtt_us >= 0)
