@@ -64,8 +64,10 @@ static const char *unreachable_hint(int err)
 int ctl_fail(struct ctl *x, int err, const char *why)
 {
 	if (err == -RP_EDAEMON) {
-		fprintf(stderr, "rdmaproxyctl: the daemon at %s closed the connection; did it stop "
-				"or restart? (journalctl -u rdmaproxy)\n", x->path);
+		fprintf(stderr,
+			"rdmaproxyctl: the daemon at %s closed the connection; did it stop "
+			"or restart? (journalctl -u rdmaproxy)\n",
+			x->path);
 		return CTL_EXIT_UNREACHABLE;
 	}
 	fprintf(stderr, "rdmaproxyctl: %s\n", why && *why ? why : rp_strerror(err));
@@ -82,8 +84,9 @@ static int connect_daemon(struct ctl *x, const char *path)
 		return 0;
 	switch (-r) {
 	case RP_EDENIED:
-		fprintf(stderr, "rdmaproxyctl: the daemon at %s refused uid %d: it is not in "
-				"allowed_users or allowed_groups of rdmaproxy.conf\n",
+		fprintf(stderr,
+			"rdmaproxyctl: the daemon at %s refused uid %d: it is not in "
+			"allowed_users or allowed_groups of rdmaproxy.conf\n",
 			x->path, (int)getuid());
 		return CTL_EXIT_FAILED;
 	case RP_ELIMIT_CONN:
@@ -104,7 +107,7 @@ static int connect_daemon(struct ctl *x, const char *path)
 static int cmd_reload(struct ctl *x)
 {
 	char why[RP_ADMIN_TEXT_MAX] = "";
-	struct rp_admin_text t = { 0 };
+	struct rp_admin_text t = {0};
 	size_t n = 0;
 	int r;
 
@@ -133,10 +136,10 @@ static const struct {
 	int nargs;
 	int (*run)(struct ctl *x);
 } commands[] = {
-	{ "status", 0, ctl_cmd_status },   { "peers", 0, ctl_cmd_peers },
-	{ "clients", 0, ctl_cmd_clients }, { "regions", 0, ctl_cmd_regions },
-	{ "ping", 1, ctl_cmd_ping },	   { "reload", 0, cmd_reload },
-	{ "metrics", 0, ctl_cmd_metrics },
+	{"status", 0, ctl_cmd_status},	 {"peers", 0, ctl_cmd_peers},
+	{"clients", 0, ctl_cmd_clients}, {"regions", 0, ctl_cmd_regions},
+	{"ping", 1, ctl_cmd_ping},	 {"reload", 0, cmd_reload},
+	{"metrics", 0, ctl_cmd_metrics},
 };
 
 static int usage_error(const char *what, const char *arg)
@@ -162,10 +165,13 @@ static int parse_number(const char *s, double min, double max, double *ret)
 static int parse_args(int argc, char **argv, struct ctl *x, const char **path)
 {
 	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },  { "json", no_argument, NULL, 'j' },
-		{ "count", required_argument, NULL, 'c' },   { "interval", required_argument, NULL, 'i' },
-		{ "help", no_argument, NULL, 'h' },	     { "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		{"socket", required_argument, NULL, 's'},
+		{"json", no_argument, NULL, 'j'},
+		{"count", required_argument, NULL, 'c'},
+		{"interval", required_argument, NULL, 'i'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
 	};
 	double v;
 	int o;
@@ -203,7 +209,7 @@ static int parse_args(int argc, char **argv, struct ctl *x, const char **path)
 
 int main(int argc, char **argv)
 {
-	struct ctl x = { .count = 5, .interval = 0.2 };
+	struct ctl x = {.count = 5, .interval = 0.2};
 	const char *path = NULL;
 	size_t i;
 	int r;
