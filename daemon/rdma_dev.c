@@ -287,6 +287,22 @@ int rdev_async_event(struct rdev *d, char *desc, size_t len, int *fatal)
 		snprintf(desc, len, "%s on port %d", ibv_event_type_str(ev.event_type),
 			 ev.element.port_num);
 		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		snprintf(desc, len, "%s on QP %u", ibv_event_type_str(ev.event_type),
+			 ev.element.qp->qp_num);
+		if (ev.element.qp->qp_context) {
+			struct rdev_qp_ev *q = ev.element.qp->qp_context;
+
+			q->event(q, ev.event_type);
+		}
+		break;
 	default:
 		snprintf(desc, len, "%s", ibv_event_type_str(ev.event_type));
 		break;

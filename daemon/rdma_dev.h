@@ -27,6 +27,17 @@ struct rdev_wr {
 	void (*done)(struct rdev_wr *w, const struct ibv_wc *wc);
 };
 
+/*
+ * Affiliated async events of a QP (QP_FATAL, QP_ACCESS_ERR, COMM_EST, ...)
+ * reach its owner when the QP was created with qp_context pointing to a
+ * struct rdev_qp_ev embedded in the owner. The handler runs before the event
+ * is acknowledged, so it must not destroy the QP (ibv_destroy_qp waits for
+ * the acknowledgement): flag the QP and act from a later loop callback.
+ */
+struct rdev_qp_ev {
+	void (*event)(struct rdev_qp_ev *q, int ibv_event_type);
+};
+
 #define RDEV_MAX_GIDS 4
 
 struct rdev_info {
@@ -67,6 +78,7 @@ int rdev_cq_drain(struct rdev *d);
 /*
  * Read one async event if any: 1 and a description in @desc, 0 if none was
  * pending, or -errno. @fatal is set for events that leave the device unusable.
+ * QP events are also handed to the QP's struct rdev_qp_ev, if it has one.
  */
 int rdev_async_event(struct rdev *d, char *desc, size_t len, int *fatal);
 

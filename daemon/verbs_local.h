@@ -36,6 +36,11 @@ struct vlocal *vlocal_free(struct vlocal *v);
 /* Register [addr, addr+len) with exactly @access (enum vmr_access bits). */
 int vmr_reg(struct vlocal *v, void *addr, uint64_t len, unsigned access, struct vmr **ret);
 struct vmr *vmr_dereg(struct vmr *mr);
+/* What a transport needs to use an MR in work requests (verbs_peer.c). */
+uint64_t vmr_addr(const struct vmr *mr);
+uint64_t vmr_len(const struct vmr *mr);
+uint32_t vmr_lkey(const struct vmr *mr);
+uint32_t vmr_rkey(const struct vmr *mr);
 
 /* Copy @len bytes from @src+@soff to @dst+@doff with an RDMA WRITE. */
 int vlocal_write(struct vlocal *v, struct vmr *src, uint64_t soff, struct vmr *dst, uint64_t doff,

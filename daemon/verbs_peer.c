@@ -1,0 +1,782 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The verbs peer transport, connection side: rdma_cm ids on the daemon's
+ * device (the rdev was opened from rdma_get_devices(), so a cm id bound to
+ * it shares its ibv_context, PD and CQ), listen / connect / accept, event
+ * mapping, deadlines and teardown. The data path is verbs_peer_io.c.
+ *
+ * QP attributes. The QP is ours (ibv_create_qp with qp_context for async
+ * events), not rdma_create_qp's, so we drive its transitions with
+ * rdma_init_qp_attr() and change what rdma_cm gets wrong for us:
+ *  - min_rnr_timer: the CM sets 0, which the IB spec's table reads as
+ *    655.36 ms per receiver-not-ready NAK. We set 12 = 0.64 ms (table:
+ *    1 = 0.01 ms ... 11 = 0.48, 12 = 0.64, 13 = 0.96 ms). Credits mean an
+ *    RNR should never happen; if one does, it costs 0.64 ms, not 655 ms.
+ *  - access flags: exactly REMOTE_WRITE | REMOTE_READ (no atomics); the
+ *    per-export MR still decides what is allowed where.
+ *  - max_dest_rd_atomic on the passive side: what we accept, as librdmacm
+ *    does for its own QPs.
+ * Timeout and retry count stay as the CM computes them (retry_count 7;
+ * rnr_retry_count 7 = retry forever, harmless with credits).
+ *
+ * Teardown: QP to ERROR, wait until every posted WR (send and receive) has
+ * come back through the shared CQ (so no completion can name freed memory),
+ * then destroy QP -> cm_id and call peer_x_failed(). If a flush never ends
+ * (a provider bug) we give up after VP_FLUSH_MS, destroy the QP and drain
+ * the CQ before freeing. The transport never destroys the shared CQ or PD.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <rdma/rdma_cma.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "session.h"
+#include "verbs_local.h"
+#include "verbs_peer.h"
+
+#define VP_MIN_RNR_TIMER 12 /* 0.64 ms */
+#define VP_RESOLVE_MS 2000
+#define VP_CONNECT_MS 10000 /* address + route + CM exchange */
+#define VP_FLUSH_MS 3000
+#define VP_BACKLOG 64
+#define VP_RD_ATOMIC_MAX 16
+
+static const char *state_name(enum vc_state s)
+{
+	static const char *const n[] = { "resolving address", "resolving route", "connecting",
+					 "accepting", "up", "failing", "dead" };
+
+	return s <= VC_DEAD ? n[s] : "?";
+}
+
+static void fmt_addr(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+		snprintf(buf, len, "%s:%u", host, port);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+		snprintf(buf, len, "[%s]:%u", host, port);
+	} else {
+		snprintf(buf, len, "?");
+	}
+}
+
+/* ---- Failure and teardown ---- */
+
+void vc_fail(struct vconn *c, int err, const char *fmt, ...)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	enum vc_state was = c->state;
+	va_list ap;
+
+	if (c->state >= VC_FAILING)
+		return;
+	c->state = VC_FAILING;
+	c->err = err < 0 ? err : -EIO;
+	va_start(ap, fmt);
+	vsnprintf(c->why, sizeof(c->why), fmt, ap);
+	va_end(ap);
+	c->fail_ms = vp_now_ms(c->t->g);
+	log_debug("verbs peer %s: %s (was %s)", c->addr, c->why, state_name(was));
+	/* Every posted WR now completes (flushed) through the CQ. */
+	if (c->qp)
+		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
+	if (c->id && was >= VC_CONNECT)
+		rdma_disconnect(c->id); /* DREQ: the far side learns at once */
+	vp_glue_kick(c->t->g);
+}
+
+void vc_reap_soon(struct vconn *c)
+{
+	if (vc_io_flushed(c))
+		vp_glue_kick(c->t->g);
+}
+
+static void unlink_conn(struct vconn *c)
+{
+	struct vconn **pp;
+
+	for (pp = &c->t->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			return;
+		}
+}
+
+/* Free everything of @c (it has failed and flushed, or never started). */
+static void conn_destroy(struct vconn *c)
+{
+	struct vtransport *t = c->t;
+	bool drained = vc_io_flushed(c);
+	struct peer_link *link = c->link;
+
+	c->state = VC_DEAD;
+	vc_io_forget(c);
+	unlink_conn(c);
+	/* Teardown order: QP, then the cm_id. */
+	if (c->qp) {
+		ibv_destroy_qp(c->qp);
+		c->qp = NULL;
+	}
+	if (!drained)
+		rdev_cq_drain(t->d); /* completions of the destroyed QP still name @c */
+	if (c->id)
+		rdma_destroy_id(c->id);
+	vc_io_free(c);
+	t->cq_used -= c->cq_share;
+	if (link) {
+		log_info("verbs peer %s: connection closed: %s", c->addr, c->why);
+		peer_x_failed(link, c->err, c->why);
+	}
+	free(c);
+}
+
+bool vp_on_tick(struct vtransport *t)
+{
+	uint64_t now = vp_now_ms(t->g);
+	struct vconn *c, *next;
+	bool again = false;
+
+	for (c = t->conns; c; c = next) {
+		next = c->next;
+		if (c->state < VC_UP && now >= c->deadline_ms)
+			vc_fail(c, -ETIMEDOUT, "timed out %s after %u ms", state_name(c->state),
+				VP_CONNECT_MS);
+		if (c->state == VC_FAILING &&
+		    (vc_io_flushed(c) || now >= c->fail_ms + VP_FLUSH_MS)) {
+			if (!vc_io_flushed(c))
+				log_warn("verbs peer %s: the QP did not flush in %u ms; destroying it",
+					 c->addr, VP_FLUSH_MS);
+			conn_destroy(c);
+			/* peer_x_failed() may have added or removed connections. */
+			next = t->conns;
+			continue;
+		}
+		if (c->state != VC_UP)
+			again = true;
+	}
+	if (t->listen_dead && t->listen_id) {
+		rdma_destroy_id(t->listen_id);
+		t->listen_id = NULL;
+	}
+	return again;
+}
+
+void vp_on_flush(struct vtransport *t)
+{
+	struct vconn *c;
+
+	for (c = t->conns; c; c = c->next)
+		if (c->kick)
+			vc_kick(c);
+}
+
+/* ---- Connection objects ---- */
+
+static int conn_new(struct vtransport *t, struct rdma_cm_id *id, bool outbound,
+		    struct vconn **ret)
+{
+	struct vconn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->t = t;
+	c->id = id;
+	c->outbound = outbound;
+	c->sq = t->sq_depth;
+	c->rq = t->rq_depth;
+	c->deadline_ms = vp_now_ms(t->g) + VP_CONNECT_MS;
+	c->next = t->conns;
+	t->conns = c;
+	*ret = c;
+	return 0;
+}
+
+/* Reserve this connection's worst case on the shared CQ. */
+static int cq_reserve(struct vconn *c, char *why, size_t whylen)
+{
+	struct vtransport *t = c->t;
+	uint32_t need = c->sq + c->rq;
+
+	if (t->cq_used + need > t->cq_budget) {
+		snprintf(why, whylen,
+			 "completion queue full: %u of %u entries reserved, a connection needs "
+			 "%u; raise [verbs] cq_depth",
+			 t->cq_used, t->cq_budget, need);
+		return -ENOSPC;
+	}
+	t->cq_used += need;
+	c->cq_share = need;
+	return 0;
+}
+
+static int setup_qp(struct vconn *c, char *why, size_t whylen)
+{
+	int r = cq_reserve(c, why, whylen);
+
+	return r < 0 ? r : vc_io_new(c, why, whylen);
+}
+
+static void fill_hello(const struct vconn *c, struct vp_cm_hello *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = VP_MAGIC;
+	h->version = VP_VERSION;
+	h->credits = (uint16_t)c->rq;
+	h->chunk = VP_CHUNK;
+}
+
+static int take_hello(struct vconn *c, const void *pd, uint8_t pdlen)
+{
+	struct vp_cm_hello h;
+
+	if (!pd || pdlen < sizeof(h))
+		return -EPROTO;
+	memcpy(&h, pd, sizeof(h));
+	if (h.magic != VP_MAGIC || h.version != VP_VERSION || h.credits < 2)
+		return -EPROTO;
+	c->credits = h.credits;
+	c->peer_chunk = h.chunk < 256 ? 256 : h.chunk > VP_CHUNK ? VP_CHUNK : h.chunk;
+	return 0;
+}
+
+/* INIT -> INIT (access) -> RTR with our min_rnr_timer. */
+static int qp_rtr(struct vconn *c, int resp_res)
+{
+	struct ibv_qp_attr a = { 0 };
+	int mask;
+
+	a.qp_state = IBV_QPS_INIT;
+	if (rdma_init_qp_attr(c->id, &a, &mask))
+		return -errno;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	if (ibv_modify_qp(c->qp, &a, mask | IBV_QP_ACCESS_FLAGS))
+		return -errno;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	if (rdma_init_qp_attr(c->id, &a, &mask))
+		return -errno;
+	a.min_rnr_timer = VP_MIN_RNR_TIMER;
+	mask |= IBV_QP_MIN_RNR_TIMER;
+	if (resp_res >= 0)
+		a.max_dest_rd_atomic = (uint8_t)resp_res;
+	return ibv_modify_qp(c->qp, &a, mask) ? -errno : 0;
+}
+
+static int qp_rts(struct vconn *c)
+{
+	struct ibv_qp_attr a = { 0 };
+	int mask;
+
+	a.qp_state = IBV_QPS_RTS;
+	if (rdma_init_qp_attr(c->id, &a, &mask))
+		return -errno;
+	return ibv_modify_qp(c->qp, &a, mask) ? -errno : 0;
+}
+
+static void conn_up(struct vconn *c)
+{
+	c->state = VC_UP;
+	log_info("verbs peer %s: %s connection up (QP %u, sq %u, rq %u)", c->addr,
+		 c->outbound ? "outbound" : "inbound", c->qp->qp_num, c->sq, c->rq);
+	if (c->outbound)
+		peer_x_connected(c->link);
+	vc_defer_kick(c);
+}
+
+/* ---- Outbound ---- */
+
+static void on_addr_resolved(struct vconn *c)
+{
+	char why[200];
+	int r;
+
+	if (c->id->verbs != rdev_context(c->t->d)) {
+		vc_fail(c, -ENETUNREACH, "the route to %s goes through %s, not the daemon's %s",
+			c->addr, c->id->verbs ? ibv_get_device_name(c->id->verbs->device) : "?",
+			ibv_get_device_name(rdev_context(c->t->d)->device));
+		return;
+	}
+	r = setup_qp(c, why, sizeof(why));
+	if (r < 0) {
+		log_warn("verbs peer %s: not connecting: %s", c->addr, why);
+		vc_fail(c, r, "%s", why);
+		return;
+	}
+	c->state = VC_ROUTE;
+	if (rdma_resolve_route(c->id, VP_RESOLVE_MS))
+		vc_fail(c, -errno, "rdma_resolve_route: %s", strerror(errno));
+}
+
+static void on_route_resolved(struct vconn *c)
+{
+	struct rdma_conn_param p = { 0 };
+	struct vp_cm_hello h;
+
+	fill_hello(c, &h);
+	p.private_data = &h;
+	p.private_data_len = sizeof(h);
+	p.responder_resources = (uint8_t)c->t->resp_res;
+	p.initiator_depth = (uint8_t)c->t->init_depth;
+	p.retry_count = 7;
+	p.rnr_retry_count = 7;
+	p.qp_num = c->qp->qp_num;
+	c->state = VC_CONNECT;
+	if (rdma_connect(c->id, &p))
+		vc_fail(c, -errno, "rdma_connect: %s", strerror(errno));
+}
+
+static void on_connect_response(struct vconn *c, const struct rdma_cm_event *ev)
+{
+	int r = take_hello(c, ev->param.conn.private_data, ev->param.conn.private_data_len);
+
+	if (r < 0) {
+		vc_fail(c, r, "the peer's accept is not from a compatible rdmaproxyd");
+		return;
+	}
+	r = qp_rtr(c, -1);
+	if (!r)
+		r = qp_rts(c);
+	if (!r && rdma_establish(c->id))
+		r = -errno;
+	if (r < 0) {
+		vc_fail(c, r, "bringing the QP up: %s", strerror(-r));
+		return;
+	}
+	conn_up(c);
+}
+
+static int resolve(const char *host, uint16_t port, int flags, struct addrinfo **ret)
+{
+	struct addrinfo hints = { .ai_flags = flags | AI_NUMERICSERV,
+				  .ai_socktype = SOCK_STREAM };
+	char ps[8];
+
+	snprintf(ps, sizeof(ps), "%u", port);
+	return getaddrinfo(host, ps, &hints, ret);
+}
+
+static int vp_connect(struct transport *xt, const char *host, uint16_t port,
+		      struct peer_link *link, struct xconn **ret)
+{
+	struct vtransport *t = (struct vtransport *)xt;
+	struct addrinfo *ai = NULL;
+	struct rdma_cm_id *id;
+	struct vconn *c;
+	int r;
+
+	if (t->freeing)
+		return -ESHUTDOWN;
+	r = resolve(host, port, 0, &ai);
+	if (r) {
+		log_warn("verbs peer %s:%u: %s", host, port, gai_strerror(r));
+		return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	}
+	if (rdma_create_id(t->ch, &id, NULL, RDMA_PS_TCP)) {
+		r = -errno;
+		goto out_free;
+	}
+	r = conn_new(t, id, true, &c);
+	if (r < 0) {
+		rdma_destroy_id(id);
+		goto out_free;
+	}
+	id->context = c;
+	c->link = link;
+	fmt_addr(ai->ai_addr, c->addr, sizeof(c->addr));
+	if (rdma_resolve_addr(id, NULL, ai->ai_addr, VP_RESOLVE_MS)) {
+		r = -errno;
+		c->link = NULL;
+		c->id = NULL;
+		unlink_conn(c);
+		free(c);
+		rdma_destroy_id(id);
+		goto out_free;
+	}
+	vp_glue_kick(t->g); /* deadline ticks */
+	*ret = (struct xconn *)c;
+out_free:
+	freeaddrinfo(ai);
+	return r;
+}
+
+/* ---- Inbound ---- */
+
+static void reject(struct rdma_cm_id *id, const char *why)
+{
+	log_warn("verbs peer: refusing a connection: %s", why);
+	rdma_reject(id, why, (uint8_t)(strlen(why) + 1 < 140 ? strlen(why) + 1 : 140));
+}
+
+/* Returns true when @id must be destroyed after the event is acknowledged. */
+static bool on_request(struct vtransport *t, struct rdma_cm_event *ev)
+{
+	struct rdma_cm_id *id = ev->id;
+	const struct rdma_conn_param *rp = &ev->param.conn;
+	struct rdma_conn_param p = { 0 };
+	struct vp_cm_hello h;
+	struct vconn *c;
+	char why[200];
+	int r;
+
+	if (t->freeing) {
+		reject(id, "shutting down");
+		return true;
+	}
+	if (id->verbs != rdev_context(t->d)) {
+		snprintf(why, sizeof(why), "it arrived on %s, not on the daemon's device %s",
+			 id->verbs ? ibv_get_device_name(id->verbs->device) : "?",
+			 ibv_get_device_name(rdev_context(t->d)->device));
+		reject(id, why);
+		return true;
+	}
+	if (conn_new(t, id, false, &c) < 0) {
+		reject(id, "out of memory");
+		return true;
+	}
+	id->context = c;
+	fmt_addr(rdma_get_peer_addr(id), c->addr, sizeof(c->addr));
+	if (take_hello(c, rp->private_data, rp->private_data_len) < 0) {
+		snprintf(why, sizeof(why), "from %s: not a compatible rdmaproxyd", c->addr);
+		goto out_reject;
+	}
+	r = setup_qp(c, why, sizeof(why));
+	if (r < 0)
+		goto out_reject;
+	c->link = peer_x_accepted(&t->t, (struct xconn *)c, c->addr);
+	if (!c->link) {
+		snprintf(why, sizeof(why), "from %s: refused by the peer layer", c->addr);
+		goto out_reject;
+	}
+	p.responder_resources = (uint8_t)(rp->initiator_depth < t->resp_res ? rp->initiator_depth
+									 : t->resp_res);
+	p.initiator_depth = (uint8_t)(rp->responder_resources < t->init_depth
+					      ? rp->responder_resources
+					      : t->init_depth);
+	p.retry_count = 7;
+	p.rnr_retry_count = 7;
+	p.qp_num = c->qp->qp_num;
+	fill_hello(c, &h);
+	p.private_data = &h;
+	p.private_data_len = sizeof(h);
+	c->state = VC_ACCEPT;
+	r = qp_rtr(c, p.responder_resources);
+	if (r < 0)
+		vc_fail(c, r, "QP to RTR: %s", strerror(-r));
+	else if (rdma_accept(id, &p))
+		vc_fail(c, -errno, "rdma_accept: %s", strerror(errno));
+	vp_glue_kick(t->g);
+	return false;
+
+out_reject:
+	reject(id, why);
+	/* Nothing was reported: tear down without peer_x_failed(). */
+	c->link = NULL;
+	vc_fail(c, -ECONNREFUSED, "%s", why);
+	return false;
+}
+
+static void on_established(struct vconn *c)
+{
+	int r;
+
+	if (c->state != VC_ACCEPT)
+		return;
+	r = qp_rts(c);
+	if (r < 0) {
+		vc_fail(c, r, "QP to RTS: %s", strerror(-r));
+		return;
+	}
+	conn_up(c);
+}
+
+static void on_rejected(struct vconn *c, const struct rdma_cm_event *ev)
+{
+	const char *pd = ev->param.conn.private_data;
+	char reason[141] = "";
+
+	/* Our own rejects carry a NUL-terminated reason. */
+	if (pd && ev->param.conn.private_data_len) {
+		size_t n = ev->param.conn.private_data_len < 140 ? ev->param.conn.private_data_len
+								 : 140;
+		size_t i;
+
+		memcpy(reason, pd, n);
+		reason[n] = 0;
+		for (i = 0; reason[i]; i++)
+			if (reason[i] < 0x20 || reason[i] > 0x7e)
+				reason[i] = '?';
+	}
+	vc_fail(c, -ECONNREFUSED, "rejected by %s%s%s (status %d)", c->addr, reason[0] ? ": " : "",
+		reason, ev->status);
+}
+
+static void conn_event(struct vconn *c, struct rdma_cm_event *ev)
+{
+	/* A connection being torn down only waits for its QP to flush. */
+	if (c->state >= VC_FAILING)
+		return;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		on_addr_resolved(c);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		on_route_resolved(c);
+		break;
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		on_connect_response(c, ev);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		on_established(c);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		vc_fail(c, -EHOSTUNREACH, "cannot resolve %s to an RDMA address: %s", c->addr,
+			strerror(-ev->status));
+		break;
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		vc_fail(c, -EHOSTUNREACH, "no RDMA route to %s: %s", c->addr,
+			strerror(-ev->status));
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		vc_fail(c, -EHOSTUNREACH, "%s unreachable (no CM reply; is its rdmaproxyd "
+			"listening on verbs?)", c->addr);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		on_rejected(c, ev);
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		vc_fail(c, -ECONNABORTED, "connection to %s failed: %s", c->addr,
+			strerror(-ev->status));
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		vc_fail(c, -ECONNRESET, "%s disconnected", c->addr);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		vc_fail(c, -ENODEV, "the RDMA device was removed");
+		break;
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		break;
+	default:
+		log_debug("verbs peer %s: rdma_cm event %s ignored", c->addr,
+			  rdma_event_str(ev->event));
+		break;
+	}
+}
+
+void vp_on_cm(struct vtransport *t)
+{
+	struct rdma_cm_event *ev;
+
+	while (rdma_get_cm_event(t->ch, &ev) == 0) {
+		struct rdma_cm_id *kill = NULL;
+
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			if (on_request(t, ev))
+				kill = ev->id;
+		} else if (ev->id == t->listen_id) {
+			if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+				log_err("verbs transport: the RDMA device was removed; no longer "
+					"accepting peers");
+				t->listen_dead = true;
+				vp_glue_kick(t->g);
+			}
+		} else if (ev->id->context) {
+			conn_event(ev->id->context, ev);
+		}
+		/* Acknowledge before any rdma_destroy_id(): it waits for this. */
+		rdma_ack_cm_event(ev);
+		if (kill)
+			rdma_destroy_id(kill);
+	}
+	if (errno != EAGAIN)
+		log_err("rdma_get_cm_event: %s", strerror(errno));
+}
+
+/* ---- Transport ops ---- */
+
+static int vp_listen(struct transport *xt, const char *host, uint16_t port, char *why,
+		     size_t whylen)
+{
+	struct vtransport *t = (struct vtransport *)xt;
+	struct addrinfo *ai = NULL;
+	int r;
+
+	r = resolve(host, port, AI_PASSIVE, &ai);
+	if (r) {
+		snprintf(why, whylen, "listen address %s: %s", host, gai_strerror(r));
+		return -EINVAL;
+	}
+	if (rdma_create_id(t->ch, &t->listen_id, t, RDMA_PS_TCP)) {
+		r = -errno;
+		snprintf(why, whylen, "rdma_create_id: %s", strerror(errno));
+		goto out_free;
+	}
+	if (rdma_bind_addr(t->listen_id, ai->ai_addr) || rdma_listen(t->listen_id, VP_BACKLOG)) {
+		r = -errno;
+		snprintf(why, whylen, "rdma_cm listen on %s:%u: %s", host, port, strerror(errno));
+		goto out_destroy;
+	}
+	if (t->listen_id->verbs && t->listen_id->verbs != rdev_context(t->d)) {
+		r = -EADDRNOTAVAIL;
+		snprintf(why, whylen, "%s is on %s, not on the daemon's device %s", host,
+			 ibv_get_device_name(t->listen_id->verbs->device),
+			 ibv_get_device_name(rdev_context(t->d)->device));
+		goto out_destroy;
+	}
+	freeaddrinfo(ai);
+	return 0;
+
+out_destroy:
+	rdma_destroy_id(t->listen_id);
+	t->listen_id = NULL;
+out_free:
+	freeaddrinfo(ai);
+	return r;
+}
+
+static const char *vp_remote_addr(const struct xconn *x)
+{
+	return ((const struct vconn *)x)->addr;
+}
+
+static void vp_close(struct xconn *x)
+{
+	struct vconn *c = (struct vconn *)x;
+
+	if (c->closed)
+		return;
+	c->closed = true;
+	vc_fail(c, -ECONNABORTED, "closed by this daemon");
+}
+
+static int vp_send_ctrl(struct xconn *x, const void *msg, size_t len)
+{
+	return vc_send_ctrl((struct vconn *)x, msg, len);
+}
+
+static int vp_submit(struct xconn *x, struct peer_op *op)
+{
+	return vc_submit((struct vconn *)x, op);
+}
+
+static int vp_export_info(struct transport *xt, struct export *e, void *buf, size_t cap)
+{
+	struct vp_xinfo xi = { 0 };
+
+	if (!e->xport)
+		return -EOPNOTSUPP;
+	if (cap < sizeof(xi))
+		return -ENOBUFS;
+	/* The export's own MR (exports.c), with exactly its access. */
+	xi.addr = vmr_addr(e->xport);
+	xi.len = vmr_len(e->xport);
+	xi.rkey = vmr_rkey(e->xport);
+	xi.magic = VP_MAGIC;
+	memcpy(buf, &xi, sizeof(xi));
+	return sizeof(xi);
+}
+
+const struct transport_ops vp_ops = {
+	.name = "verbs",
+	.listen = vp_listen,
+	.connect = vp_connect,
+	.remote_addr = vp_remote_addr,
+	.close = vp_close,
+	.send_ctrl = vp_send_ctrl,
+	.submit = vp_submit,
+	.export_info = vp_export_info,
+	/* exports.c deregisters the export's MR when it dies: nothing to drop here. */
+	.export_gone = NULL,
+	.free = vp_free,
+};
+
+int vp_cm_fd(const struct vtransport *t)
+{
+	return t->ch->fd;
+}
+
+static uint32_t min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+int vp_init(struct vtransport *t, struct rdev *d, const struct config *cfg, uint64_t incarnation,
+	    char *why, size_t whylen)
+{
+	struct ibv_device_attr da;
+	int fl;
+
+	t->d = d;
+	t->incarnation = incarnation;
+	if (ibv_query_device(rdev_context(d), &da)) {
+		snprintf(why, whylen, "ibv_query_device: %s", strerror(errno));
+		return -errno;
+	}
+	t->sq_depth = min_u32(min_u32(cfg->sq_depth, VP_SQ_MAX), (uint32_t)da.max_qp_wr);
+	t->rq_depth = min_u32(min_u32(cfg->rq_depth, VP_RQ_MAX), (uint32_t)da.max_qp_wr);
+	if (t->rq_depth < 4)
+		t->rq_depth = 4;
+	t->resp_res = da.max_qp_rd_atom < VP_RD_ATOMIC_MAX ? da.max_qp_rd_atom : VP_RD_ATOMIC_MAX;
+	t->init_depth = da.max_qp_init_rd_atom < VP_RD_ATOMIC_MAX ? da.max_qp_init_rd_atom
+								  : VP_RD_ATOMIC_MAX;
+	/* The loopback QP (verbs_local.c) may have sq_depth completions outstanding. */
+	t->cq_budget = cfg->cq_depth > cfg->sq_depth + 1 ? cfg->cq_depth - cfg->sq_depth - 1 : 0;
+	t->ch = rdma_create_event_channel();
+	if (!t->ch) {
+		snprintf(why, whylen, "rdma_create_event_channel: %s", strerror(errno));
+		return -errno;
+	}
+	fl = fcntl(t->ch->fd, F_GETFL);
+	if (fl < 0 || fcntl(t->ch->fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+	    fcntl(t->ch->fd, F_SETFD, FD_CLOEXEC) < 0) {
+		snprintf(why, whylen, "rdma_cm channel non-blocking: %s", strerror(errno));
+		rdma_destroy_event_channel(t->ch);
+		t->ch = NULL;
+		return -errno;
+	}
+	snprintf(why, whylen,
+		 "%s, per connection sq %u rq %u (%u completion entries), room for %u connections "
+		 "in cq_depth %u",
+		 ibv_get_device_name(rdev_context(d)->device), t->sq_depth, t->rq_depth,
+		 t->sq_depth + t->rq_depth, t->cq_budget / (t->sq_depth + t->rq_depth),
+		 cfg->cq_depth);
+	return 0;
+}
+
+/* After every connection reported failed (transport.h); anything left is dropped quietly. */
+void vp_fini(struct vtransport *t)
+{
+	t->freeing = true;
+	while (t->conns) {
+		struct vconn *c = t->conns;
+
+		if (c->state < VC_FAILING)
+			vc_fail(c, -ESHUTDOWN, "shutting down");
+		c->link = NULL;
+		conn_destroy(c);
+	}
+	if (t->listen_id)
+		rdma_destroy_id(t->listen_id);
+	t->listen_id = NULL;
+	if (t->ch)
+		rdma_destroy_event_channel(t->ch);
+	t->ch = NULL;
+}
