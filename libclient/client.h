@@ -47,6 +47,7 @@ struct rp_client {
 	uint32_t sq_tail; /* private producer index */
 	uint32_t cq_head; /* private consumer index */
 	bool dead;
+	uint64_t next_check_ns; /* when an empty poll next looks at the daemon's socket */
 	struct rp_region **regions; /* by id - 1 */
 	uint32_t n_regions;
 	struct rp_remote *remotes;

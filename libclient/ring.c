@@ -11,6 +11,19 @@
 #include <time.h>
 #include <unistd.h>
 
+/* An empty rp_poll() looks at the daemon's socket (a system call) at most this often. */
+#define LIVENESS_CHECK_NS 10000000ull
+/* rp_wait() polls this long before it arms the doorbell and sleeps. */
+#define WAIT_SPIN_NS 50000ull
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void ring_doorbell(int efd)
 {
 	uint64_t one = 1;
@@ -156,8 +169,17 @@ static int check_fds(struct rp_client *c, int timeout_ms)
 	return n;
 }
 
+/*
+ * A poll that finds nothing must leave the doorbell armed (rp_fd() users
+ * sleep on it next) yet must not cost a system call each time, or a busy
+ * poller pays one per spin. While the flag is still armed the daemon has not
+ * rung since the last arming, so the eventfd is quiet and nothing needs
+ * doing; only after the daemon used the arming is the eventfd drained and
+ * the flag set again. The daemon's socket is looked at now and then.
+ */
 RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
 {
+	uint64_t v, now;
 	int n, r;
 
 	if (!c || !comps || max <= 0)
@@ -165,11 +187,21 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
 	n = reap(c, comps, max);
 	if (n != 0)
 		return n;
-	r = check_fds(c, 0);
+	now = now_ns(CLOCK_MONOTONIC_COARSE);
+	if (now >= c->next_check_ns) {
+		c->next_check_ns = now + LIVENESS_CHECK_NS;
+		r = check_fds(c, 0);
+		if (r < 0)
+			return r;
+	}
+	if (atomic_load_explicit(&c->v.cq->flags, memory_order_acquire) & RP_RING_NEED_WAKEUP)
+		return 0;
+	if (read(c->cq_efd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: the daemon had not rung. */
+	}
 	/* Ask for a doorbell, then look again: a completion may have raced the flag. */
 	rp_ring_arm(c->v.cq, RP_RING_NEED_WAKEUP);
-	n = reap(c, comps, max);
-	return n == 0 && r < 0 ? r : n;
+	return reap(c, comps, max);
 }
 
 static long long now_ms(void)
@@ -185,6 +217,14 @@ RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max,
 	long long deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
 	int n, r, left = timeout_ms;
 
+	uint64_t spin_until = now_ns(CLOCK_MONOTONIC) + WAIT_SPIN_NS;
+
+	/* A completion is often microseconds away: a short spin beats a wake-up. */
+	do {
+		n = rp_poll(c, comps, max);
+		if (n != 0)
+			return n;
+	} while (timeout_ms != 0 && now_ns(CLOCK_MONOTONIC) < spin_until);
 	for (;;) {
 		n = rp_poll(c, comps, max);
 		if (n != 0)
