@@ -7,6 +7,7 @@
 #include "session.h"
 
 #include "manager.h"
+#include "peer.h"
 #include "verbs_local.h"
 
 #include <errno.h>
@@ -90,6 +91,8 @@ void export_unref(struct export *e)
 	if (e && --e->refs == 0) {
 		e->dead = true;
 		export_release_mr(e);
+		if (e->remote)
+			peers_remote_free(e);
 		free(e);
 	}
 }
@@ -100,6 +103,7 @@ static void export_kill(struct clients *c, struct export **pp)
 
 	*pp = e->next;
 	e->dead = true;
+	peers_export_gone(c->m, e); /* while e->region is still there */
 	e->region = NULL;
 	export_release_mr(e);
 	export_unref(e);

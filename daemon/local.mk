@@ -13,9 +13,13 @@ daemon_rdmaproxyd_SOURCES = \
 	daemon/notify.c daemon/notify.h \
 	daemon/rdma_dev.c daemon/rdma_dev.h \
 	daemon/verbs_local.c daemon/verbs_local.h \
+	daemon/peer.c daemon/peer_data.c daemon/peer.h daemon/peer_int.h \
+	daemon/peer_proto.c daemon/peer_proto.h daemon/peer_hs.c daemon/peer_hs.h \
+	daemon/transport.h daemon/tcp_transport.c \
 	daemon/log.c daemon/log.h \
 	daemon/util.c daemon/util.h \
 	include/rp-proto.h include/rp-ring.h include/rdmaproxy.h
 daemon_rdmaproxyd_CFLAGS = $(AM_CFLAGS) $(UV_CFLAGS) $(IBVERBS_CFLAGS) $(RDMACM_CFLAGS) \
-	$(INIH_CFLAGS) $(SYSTEMD_CFLAGS)
-daemon_rdmaproxyd_LDADD = $(UV_LIBS) $(IBVERBS_LIBS) $(RDMACM_LIBS) $(INIH_LIBS) $(SYSTEMD_LIBS)
+	$(INIH_CFLAGS) $(SYSTEMD_CFLAGS) $(SODIUM_CFLAGS)
+daemon_rdmaproxyd_LDADD = $(UV_LIBS) $(IBVERBS_LIBS) $(RDMACM_LIBS) $(INIH_LIBS) $(SYSTEMD_LIBS) \
+	$(SODIUM_LIBS)

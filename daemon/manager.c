@@ -14,6 +14,7 @@
 #include "clients.h"
 #include "log.h"
 #include "notify.h"
+#include "peer.h"
 #include "rdma_dev.h"
 #include "util.h"
 #include "verbs_local.h"
@@ -67,6 +68,7 @@ void manager_stop(struct manager *m, int exit_code)
 	m->exit_code = exit_code;
 	notify_stopping();
 	clients_shutdown(m->clients);
+	peers_shutdown(m->peers); /* after the clients: their ops report to dead sessions */
 	close_handle((uv_handle_t *)&m->listen_poll);
 	close_handle((uv_handle_t *)&m->comp_poll);
 	close_handle((uv_handle_t *)&m->async_poll);
@@ -196,6 +198,7 @@ int manager_reload(struct manager *m, char *msg, size_t msglen)
 		warn_fixed(m->cfg, cfg);
 		config_free(m->cfg);
 		m->cfg = cfg;
+		peers_reload(m->peers); /* dial added peers, drain and close removed ones */
 		log_set_level(cfg->log_level);
 		log_info("reloaded %s: log level %s, %zu peer(s)", m->config_path,
 			 log_level_name(cfg->log_level), cfg->n_peers);
@@ -343,6 +346,11 @@ static int open_all(struct manager *m)
 		log_err("cannot set up client sessions: %s", strerror(-r));
 		return r;
 	}
+	r = peers_new(m, &m->peers);
+	if (r < 0) {
+		log_err("cannot set up peers: %s", strerror(-r));
+		return r;
+	}
 	r = start_handles(m);
 	if (r < 0)
 		log_err("cannot start the event loop: %s", uv_strerror(r));
@@ -415,6 +423,7 @@ struct manager *manager_free(struct manager *m)
 	/* Ops still on the loopback QP report (flushed) before their sessions go. */
 	m->vlocal = vlocal_free(m->vlocal);
 	xfer_cache_free();
+	m->peers = peers_free(m->peers);
 	m->clients = clients_free(m->clients);
 	m->rdev = rdev_free(m->rdev);
 	config_free(m->cfg);

@@ -18,6 +18,7 @@
 struct rdev;
 struct vlocal;
 struct clients;
+struct peers;
 
 struct manager {
 	uv_loop_t loop;
@@ -43,6 +44,7 @@ struct manager {
 	uint64_t watchdog_usec;
 
 	struct clients *clients;
+	struct peers *peers; /* daemon-to-daemon links (peer.h) */
 	bool stopping;
 	int exit_code;
 };

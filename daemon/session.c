@@ -17,6 +17,7 @@
 #include "clients.h"
 #include "log.h"
 #include "manager.h"
+#include "peer.h"
 #include "rdma_dev.h"
 
 /* Per-session table caps (ids must fit the 16-bit region field of a CQE). */
@@ -262,6 +263,7 @@ static int handle_status(struct session *s, const struct rp_hdr *h)
 	rep.regions = (uint32_t)clients_regions(s->owner);
 	rep.registered_bytes = clients_registered_bytes(s->owner);
 	rep.peers_total = (uint32_t)m->cfg->n_peers;
+	rep.peers_up = peers_up(m);
 	fill_device(m, &rep);
 	return session_reply(s, h, 0, &rep, sizeof(rep), NULL, 0);
 }
@@ -340,8 +342,7 @@ int session_peer_local(struct session *s, const char *peer)
 {
 	if (peer_is_local(s, peer))
 		return 0;
-	/* Peer transports come with the peers issue: configured peers are down for now. */
-	return config_peer(s->owner->m->cfg, peer) ? -RP_EPEERDOWN : -RP_EPEERUNKNOWN;
+	return peers_known(s->owner->m, peer) < 0 ? -RP_EPEERUNKNOWN : 1;
 }
 
 static int handle_remote_open(struct session *s, const struct rp_hdr *h,
@@ -356,6 +357,12 @@ static int handle_remote_open(struct session *s, const struct rp_hdr *h,
 		status = -EINVAL;
 	else
 		status = session_peer_local(s, req->peer);
+	if (status == 1) {
+		/* Another daemon: the reply is sent when its LOOKUP answers. */
+		status = peers_remote_open(s, h, req->peer, req->name);
+		if (status == 0)
+			return 0;
+	}
 	if (status == 0) {
 		e = export_find(s->owner, req->name);
 		status = e ? idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id)
@@ -407,7 +414,15 @@ static int handle_dest_open(struct session *s, const struct rp_hdr *h,
 		status = -EINVAL;
 	else
 		status = session_peer_local(s, req->peer);
-	if (status == 0) {
+	if (status == 1) {
+		/* "PEER/ENDPOINT": sends go to that peer (xfer.c do_send). */
+		status = asprintf(&name, "%s/%s", req->peer, req->name) < 0 ? -ENOMEM : 0;
+		name = status ? NULL : name;
+		if (status == 0)
+			status = idtab_add(&s->dests, name, MAX_SESSION_HANDLES, &rep.id);
+		if (status < 0)
+			free(name);
+	} else if (status == 0) {
 		name = strdup(req->name);
 		status = name ? idtab_add(&s->dests, name, MAX_SESSION_HANDLES, &rep.id) : -ENOMEM;
 		if (status < 0)

@@ -21,6 +21,7 @@ struct manager;
 struct session;
 struct admin_session;
 struct vmr;
+struct remote;
 
 /* Per-uid usage, shared by every session of that uid. */
 struct uid_acct {
@@ -55,6 +56,8 @@ struct export {
 	unsigned ops;		/* verbs ops in flight that target it */
 	struct vmr *xport;	/* verbs: MR with exactly @access; kept while ops run */
 	struct region *xregion; /* referenced while @xport exists */
+	uint64_t peer_id;	/* id given to peers by their LOOKUP (peer_data.c), 0: none */
+	struct remote *remote;	/* a handle to another daemon's export (peer_data.c) */
 	char name[RP_NAME_MAX];
 };
 
@@ -183,7 +186,7 @@ void session_put(struct session *s);
 /* Release an unexported export's MR once no op uses it (exports.c). */
 void export_release_mr(struct export *e);
 
-/* Peer check shared by remote open and dest open: 0 (local) or -RP_EPEER*. */
+/* Peer check shared by remote open and dest open: 0 (local), 1 (a configured peer), -RP_EPEERUNKNOWN. */
 int session_peer_local(struct session *s, const char *peer);
 
 #endif

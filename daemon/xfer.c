@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -22,6 +23,7 @@
 
 #include "admin.h"
 #include "manager.h"
+#include "peer.h"
 #include "verbs_local.h"
 
 /* Submissions handled per call before yielding the loop to other clients. */
@@ -330,6 +332,12 @@ static int do_rw(struct session *s, const struct rp_sqe *q)
 		return -RP_EUNEXPORTED;
 	if (!region_range_ok(lr, q->offset, q->len))
 		return -RP_EBOUNDS;
+	if (e->remote) {
+		/* Another daemon's export: it checks bounds and access itself. */
+		int r = peers_submit_rw(s, q, e);
+
+		return r < 0 ? r : 1;
+	}
 	if (!region_range_ok(e->region, q->remote_offset, q->len))
 		return -RP_EREMOTEBOUNDS;
 	if (!(e->access & need))
@@ -362,6 +370,16 @@ static int do_send(struct session *s, const struct rp_sqe *q)
 		return -RP_EBADHANDLE;
 	if (!region_range_ok(lr, q->offset, q->len))
 		return -RP_EBOUNDS;
+	if (strchr(dest, '/')) {
+		/* "PEER/ENDPOINT" (see handle_dest_open): names never contain '/'. */
+		char peer[RP_NAME_MAX];
+		const char *slash = strchr(dest, '/');
+		int r;
+
+		snprintf(peer, sizeof(peer), "%.*s", (int)(slash - dest), dest);
+		r = peers_submit_send(s, q, peer, slash + 1);
+		return r < 0 ? r : 1;
+	}
 	ep = endpoint_find(s->owner, dest);
 	if (!ep)
 		return -RP_ENOENDPOINT;
@@ -438,6 +456,8 @@ static int execute(struct session *s, const struct rp_sqe *q)
 		break;
 	case RP_SQE_SEND:
 		r = do_send(s, q);
+		if (r == 1)
+			return 0;
 		break;
 	default:
 		r = do_post_recv(s, q);

@@ -82,6 +82,7 @@ enum rp_error {
 	RP_EBOUNDS,		    /* local offset + length outside the region */
 	RP_EREMOTEBOUNDS,	    /* remote offset + length outside the export */
 	RP_EBADHANDLE,		    /* unknown region, remote or endpoint id */
+	RP_ESTALE,		    /* the peer restarted since this remote handle was opened */
 	RP_EMAX
 };
 

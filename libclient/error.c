@@ -37,6 +37,8 @@ static const char *const rp_errors[RP_EMAX - RP_EBASE] = {
 	[RP_EBOUNDS - RP_EBASE] = "offset and length exceed the local region",
 	[RP_EREMOTEBOUNDS - RP_EBASE] = "offset and length exceed the remote region",
 	[RP_EBADHANDLE - RP_EBASE] = "unknown region, remote or endpoint handle",
+	[RP_ESTALE - RP_EBASE] = "stale remote handle: the peer daemon restarted since it was "
+				 "opened (open it again)",
 };
 
 RP_EXPORT const char *rp_strerror(int err)

@@ -14,3 +14,10 @@ tests_fuzz_replay_peer_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
 tests_fuzz_replay_peer_LDADD = $(SODIUM_LIBS)
 
 EXTRA_DIST += tests/fuzz/replay-peer.sh tests/fuzz/corpus/peer
+
+check_PROGRAMS += tests/integration/test-peers-io
+tests_integration_test_peers_io_SOURCES = tests/integration/test-peers-io.c
+tests_integration_test_peers_io_LDADD = libclient/librdmaproxy.la
+tests_integration_test_peers_io_LDFLAGS = $(AM_LDFLAGS) -no-install
+TESTS += tests/integration/test-peers.sh
+EXTRA_DIST += tests/integration/test-peers.sh

@@ -1,0 +1,933 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Peers: one struct peer per [peer "NAME"], one struct peer_link per
+ * connection (outbound attempts and inbound ones), the handshake glue, the
+ * state machine (connecting, handshaking, up, backoff, down), keepalives,
+ * reconnects with backoff, duplicate-connection resolution, reload and the
+ * read-only view for status. Data and lookups are in peer_data.c.
+ */
+#include "peer_int.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "manager.h"
+
+struct pping {
+	struct pping *next;
+	struct peer_link *link;
+	uint64_t id, t_usec, deadline_ms;
+	void (*cb)(void *ctx, int status, uint64_t rtt_us);
+	void *ctx;
+};
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t peer_now_ms(void)
+{
+	return mono_us() / 1000u;
+}
+
+static uint64_t real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+const char *peer_state_name(enum peer_state s)
+{
+	static const char *const names[] = { "down", "connecting", "handshaking", "up",
+					     "backoff" };
+
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+static void set_state(struct peer *pr, enum peer_state st, const char *reason)
+{
+	if (reason && reason[0])
+		snprintf(pr->reason, sizeof(pr->reason), "%s", reason);
+	if (pr->state == st)
+		return;
+	if (st == PEER_UP || st == PEER_CONNECTING || st == PEER_HANDSHAKING)
+		log_info("peer %s: %s -> %s", pr->conf.name, peer_state_name(pr->state),
+			 peer_state_name(st));
+	else
+		log_notice("peer %s: %s -> %s: %s", pr->conf.name, peer_state_name(pr->state),
+			   peer_state_name(st), pr->reason[0] ? pr->reason : "-");
+	pr->state = st;
+	pr->since_ms = real_ms();
+}
+
+struct peer *peer_find(struct peers *p, const char *name)
+{
+	struct peer *pr;
+
+	for (pr = p->head; pr; pr = pr->next)
+		if (!pr->removed && !strcmp(pr->conf.name, name))
+			return pr;
+	return NULL;
+}
+
+int link_send(struct peer_link *l, const void *msg, size_t len)
+{
+	if (l->closing)
+		return -ENOTCONN;
+	return l->t->ops->send_ctrl(l->x, msg, len);
+}
+
+void link_close(struct peer_link *l, int err, const char *why)
+{
+	if (l->closing)
+		return;
+	l->closing = true;
+	if (!l->why[0] && why)
+		snprintf(l->why, sizeof(l->why), "%s", why);
+	if (!l->err)
+		l->err = err;
+	l->t->ops->close(l->x);
+}
+
+static void reject_and_close(struct peer_link *l, uint32_t code, const char *why)
+{
+	char msg[PP_FIXED_MAX];
+	size_t n = peer_hs_reject(msg, code, why);
+
+	link_send(l, msg, n);
+	link_close(l, -EPERM, why);
+}
+
+/* ---- Dialling and backoff. ---- */
+
+static void dial(struct peer *pr);
+
+static void on_backoff(uv_timer_t *t)
+{
+	struct peer *pr = t->data;
+
+	if (pr->removed || pr->p->stopping || pr->up || pr->out)
+		return;
+	dial(pr);
+}
+
+/* Is a link of @pr (other than @except) authenticating or up? */
+static bool has_live_link(struct peer *pr, const struct peer_link *except)
+{
+	struct peer_link *l;
+
+	for (l = pr->p->links; l; l = l->next)
+		if (l != except && l->peer == pr && !l->closing && !l->superseded)
+			return true;
+	return false;
+}
+
+static void schedule_retry(struct peer *pr, const char *reason)
+{
+	uint64_t d = PEER_BACKOFF_MIN_MS;
+	unsigned i;
+
+	if (pr->removed || pr->p->stopping || !pr->t)
+		return;
+	for (i = 0; i < pr->attempts && d < PEER_BACKOFF_MAX_MS; i++)
+		d *= 2;
+	if (d > PEER_BACKOFF_MAX_MS)
+		d = PEER_BACKOFF_MAX_MS;
+	/* Full jitter over the upper half: daemons restarted together do not dial in step. */
+	d = d / 2 + randombytes_uniform((uint32_t)(d / 2 + 1));
+	pr->attempts++;
+	set_state(pr, PEER_BACKOFF, reason);
+	log_debug("peer %s: next attempt in %llu ms", pr->conf.name, (unsigned long long)d);
+	uv_timer_start(&pr->backoff, on_backoff, d, 0);
+}
+
+static struct peer_link *link_new(struct peers *p, struct transport *t, bool outbound)
+{
+	struct peer_link *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->p = p;
+	l->t = t;
+	l->outbound = outbound;
+	l->created_ms = l->last_rx_ms = peer_now_ms();
+	l->next = p->links;
+	p->links = l;
+	return l;
+}
+
+static void link_attach(struct peer_link *l, struct peer *pr)
+{
+	l->peer = pr;
+	pr->links++;
+}
+
+static void link_unlist(struct peer_link *l)
+{
+	struct peer_link **pp;
+
+	for (pp = &l->p->links; *pp; pp = &(*pp)->next)
+		if (*pp == l) {
+			*pp = l->next;
+			return;
+		}
+}
+
+static void dial(struct peer *pr)
+{
+	struct peers *p = pr->p;
+	struct peer_link *l;
+	char why[160];
+	int r;
+
+	if (has_live_link(pr, NULL)) {
+		/* An inbound link is authenticating: give it time before dialling. */
+		uv_timer_start(&pr->backoff, on_backoff, PEER_HANDSHAKE_MS, 0);
+		return;
+	}
+	l = link_new(p, pr->t, true);
+	if (!l) {
+		schedule_retry(pr, "out of memory");
+		return;
+	}
+	link_attach(l, pr);
+	snprintf(l->addr, sizeof(l->addr), "%s", pr->address);
+	pr->out = l;
+	set_state(pr, PEER_CONNECTING, NULL);
+	r = pr->t->ops->connect(pr->t, pr->conf.host, pr->conf.port, l, &l->x);
+	if (r < 0) {
+		pr->out = NULL;
+		pr->links--;
+		link_unlist(l);
+		free(l);
+		snprintf(why, sizeof(why), "connect to %s: %s", pr->address, strerror(-r));
+		schedule_retry(pr, why);
+	}
+}
+
+/* ---- Transport up-calls: connection life. ---- */
+
+static const struct peer_conf *hs_lookup(void *ctx, const char *name)
+{
+	struct peer *pr = peer_find(ctx, name);
+
+	return pr ? &pr->conf : NULL;
+}
+
+struct peer_link *peer_x_accepted(struct transport *t, struct xconn *x, const char *addr)
+{
+	struct peers *p = t->owner;
+	struct peer_link *l;
+
+	if (p->stopping)
+		return NULL;
+	l = link_new(p, t, false);
+	if (!l)
+		return NULL;
+	l->x = x;
+	l->connected = true;
+	snprintf(l->addr, sizeof(l->addr), "%s", addr);
+	peer_hs_init_responder(&l->hs, p->node_name, p->m->incarnation, hs_lookup, p);
+	log_debug("peer connection from %s (%s)", addr, t->ops->name);
+	return l;
+}
+
+void peer_x_connected(struct peer_link *l)
+{
+	struct pp_hello hello;
+
+	l->connected = true;
+	l->created_ms = l->last_rx_ms = peer_now_ms();
+	peer_hs_init_initiator(&l->hs, l->p->node_name, l->p->m->incarnation, &l->peer->conf,
+			       &hello);
+	if (l->peer->out == l)
+		set_state(l->peer, PEER_HANDSHAKING, NULL);
+	link_send(l, &hello, sizeof(hello));
+}
+
+void peer_x_alive(struct peer_link *l)
+{
+	l->last_rx_ms = peer_now_ms();
+}
+
+static void fail_pings(struct peers *p, struct peer_link *l)
+{
+	struct pping **pp = &p->pings, *g;
+
+	while ((g = *pp)) {
+		if (g->link != l) {
+			pp = &g->next;
+			continue;
+		}
+		*pp = g->next;
+		g->cb(g->ctx, -RP_EPEERDOWN, 0);
+		free(g);
+	}
+}
+
+static void maybe_free_peer(struct peer *pr);
+
+void peer_x_failed(struct peer_link *l, int err, const char *why)
+{
+	struct peers *p = l->p;
+	struct peer *pr = l->peer;
+	const char *reason = l->why[0] ? l->why : why;
+	char buf[300];
+
+	l->closing = true;
+	link_unlist(l);
+	data_link_failed(l);
+	fail_pings(p, l);
+	peer_hs_clear(&l->hs);
+	if (pr) {
+		bool was_up = pr->up == l;
+
+		if (was_up)
+			pr->up = NULL;
+		if (pr->out == l)
+			pr->out = NULL;
+		pr->links--;
+		if (was_up)
+			log_warn("peer %s: link %s lost: %s", pr->conf.name, l->addr, reason);
+		if (!l->superseded && !pr->removed && !p->stopping && !pr->up && !pr->out) {
+			snprintf(buf, sizeof(buf), "%s%s", was_up ? "link lost: " : "", reason);
+			if (has_live_link(pr, NULL))
+				set_state(pr, PEER_HANDSHAKING, buf);
+			else
+				schedule_retry(pr, buf);
+		}
+		if (pr->removed)
+			maybe_free_peer(pr);
+	} else {
+		log_info("peer connection from %s closed: %s", l->addr, reason);
+	}
+	free(l);
+	if (p->stopping && !p->links && !p->freed_transports) {
+		p->freed_transports = true;
+		if (p->tcp)
+			p->tcp->ops->free(p->tcp);
+		if (p->verbs)
+			p->verbs->ops->free(p->verbs);
+	}
+}
+
+/* ---- Handshake and duplicate connections. ---- */
+
+/* Which of two links between the same two daemons survives. */
+static bool prefer(const struct peer_link *a, const struct peer_link *b)
+{
+	const char *me = a->p->node_name, *them = a->peer->conf.name;
+	bool a_mine = a->outbound, b_mine = b->outbound;
+
+	if (b->up && b->remote_inc != a->hs.peer_inc)
+		return true; /* the peer restarted: the old link is dead */
+	if (a_mine == b_mine)
+		return true; /* the same side dialled again: it gave up on the old one */
+	/* Keep the connection initiated by the lexically smaller node name. */
+	return strcmp(me, them) < 0 ? a_mine : !a_mine;
+}
+
+static void supersede(struct peer_link *old)
+{
+	old->superseded = true;
+	link_close(old, -EEXIST, "superseded by another connection to the same peer");
+}
+
+/* Responder, HELLO accepted: is there already a better connection? */
+static bool inbound_wanted(struct peer_link *l, struct peer *pr)
+{
+	struct peer_link *o;
+
+	for (o = l->p->links; o; o = o->next) {
+		if (o == l || o->peer != pr || o->closing)
+			continue;
+		if (!prefer(l, o))
+			return false;
+	}
+	for (o = l->p->links; o; o = o->next)
+		if (o != l && o->peer == pr && !o->closing && !o->up)
+			supersede(o);
+	return true;
+}
+
+static void link_up(struct peer_link *l)
+{
+	struct peer *pr = l->peer;
+	uint64_t inc = l->hs.peer_inc;
+
+	if (pr->up && pr->up != l) {
+		if (!prefer(l, pr->up)) {
+			supersede(l);
+			return;
+		}
+		supersede(pr->up);
+		pr->up = NULL;
+	}
+	if (pr->out && pr->out != l) {
+		supersede(pr->out);
+		pr->out = NULL;
+	}
+	if (pr->out == l)
+		pr->out = NULL;
+	l->up = true;
+	l->remote_inc = inc;
+	l->last_rx_ms = peer_now_ms();
+	peer_hs_clear(&l->hs);
+	if (pr->incarnation && pr->incarnation != inc)
+		log_notice("peer %s restarted (incarnation %016llx -> %016llx): handles opened "
+			   "before fail with RP_ESTALE",
+			   pr->conf.name, (unsigned long long)pr->incarnation,
+			   (unsigned long long)inc);
+	pr->incarnation = inc;
+	if (pr->ever_up)
+		pr->reconnects++;
+	pr->ever_up = true;
+	pr->attempts = 0;
+	pr->up = l;
+	uv_timer_stop(&pr->backoff);
+	set_state(pr, PEER_UP, NULL);
+	log_info("peer %s: authenticated, %s link %s over %s, incarnation %016llx",
+		 pr->conf.name, l->outbound ? "outbound" : "inbound", l->addr, l->t->ops->name,
+		 (unsigned long long)inc);
+}
+
+static void hs_failed(struct peer_link *l)
+{
+	const char *who = l->peer ? l->peer->conf.name : l->hs.peer_name[0] ? l->hs.peer_name : "?";
+	char buf[400];
+
+	snprintf(buf, sizeof(buf), "handshake with %s (%s) failed: %s", who, l->addr, l->hs.why);
+	if (l->hs.reject_code == PP_REJ_DUPLICATE) {
+		log_debug("%s", buf);
+		l->superseded = true;
+	} else {
+		log_warn("%s", buf);
+	}
+	link_close(l, -EPERM, l->hs.why);
+}
+
+static void hs_step(struct peer_link *l, const void *msg, size_t len)
+{
+	_Alignas(8) char out[PP_FIXED_MAX];
+	size_t n = 0;
+	int r = peer_hs_consume(&l->hs, msg, len, out, &n);
+
+	if (r < 0) {
+		if (n)
+			link_send(l, out, n);
+		hs_failed(l);
+		return;
+	}
+	if (!l->outbound && !l->peer && l->hs.state == HS_R_SENT_CHALLENGE) {
+		struct peer *pr = peer_find(l->p, l->hs.peer_name);
+
+		link_attach(l, pr);
+		if (!pr->t || pr->t != l->t) {
+			reject_and_close(l, PP_REJ_UNKNOWN, "peer configured for another transport");
+			return;
+		}
+		if (!inbound_wanted(l, pr)) {
+			l->superseded = true;
+			reject_and_close(l, PP_REJ_DUPLICATE,
+					 "a connection between these daemons already exists");
+			return;
+		}
+		if (!pr->up)
+			set_state(pr, PEER_HANDSHAKING, NULL);
+	}
+	if (n)
+		link_send(l, out, n);
+	if (r == 1)
+		link_up(l);
+}
+
+static void on_pong(struct peer_link *l, const struct pp_ping *m)
+{
+	struct pping **pp, *g;
+	uint64_t now = mono_us();
+	uint64_t rtt = now > m->t_usec ? now - m->t_usec : 0;
+
+	for (pp = &l->p->pings; (g = *pp); pp = &g->next)
+		if (g->id == m->h.id && g->link == l) {
+			*pp = g->next;
+			g->cb(g->ctx, 0, rtt);
+			free(g);
+			break;
+		}
+	l->peer->rtt_us = (int64_t)rtt;
+}
+
+void peer_x_ctrl(struct peer_link *l, const void *msg, size_t len)
+{
+	struct pp_hdr h;
+	const char *why = "?";
+
+	if (l->closing)
+		return;
+	if (!l->up) {
+		hs_step(l, msg, len);
+		return;
+	}
+	if (pp_check(msg, len, &why) < 0) {
+		link_close(l, -EPROTO, why);
+		return;
+	}
+	memcpy(&h, msg, sizeof(h));
+	switch (h.type) {
+	case PP_PING: {
+		struct pp_ping m;
+
+		memcpy(&m, msg, sizeof(m));
+		m.h.type = PP_PONG;
+		link_send(l, &m, sizeof(m));
+		return;
+	}
+	case PP_PONG: {
+		struct pp_ping m;
+
+		memcpy(&m, msg, sizeof(m));
+		on_pong(l, &m);
+		return;
+	}
+	case PP_REJECT: {
+		struct pp_reject m;
+		char buf[200];
+
+		memcpy(&m, msg, sizeof(m));
+		snprintf(buf, sizeof(buf), "closed by the peer: %s", m.reason);
+		link_close(l, -ECONNRESET, buf);
+		return;
+	}
+	case PP_HELLO:
+	case PP_CHALLENGE:
+	case PP_AUTH:
+	case PP_READY:
+		link_close(l, -EPROTO, "handshake message on an authenticated link");
+		return;
+	default:
+		data_on_ctrl(l, msg, len);
+		return;
+	}
+}
+
+/* ---- Timers. ---- */
+
+static void send_ping(struct peer_link *l, uint64_t id)
+{
+	struct pp_ping m;
+
+	memset(&m, 0, sizeof(m));
+	pp_hdr_init(&m.h, PP_PING, id);
+	m.t_usec = mono_us();
+	link_send(l, &m, sizeof(m));
+}
+
+static void tick_link(struct peer_link *l, uint64_t now)
+{
+	char why[96];
+
+	if (l->closing)
+		return;
+	if (!l->up) {
+		if (now - l->created_ms > PEER_HANDSHAKE_MS)
+			link_close(l, -ETIMEDOUT, l->connected ? "handshake timeout"
+							       : "connect timeout");
+		return;
+	}
+	if (now - l->last_rx_ms > PEER_KEEPALIVE_DEAD_MS) {
+		snprintf(why, sizeof(why), "keepalive timeout: nothing heard for %u s",
+			 PEER_KEEPALIVE_DEAD_MS / 1000);
+		link_close(l, -ETIMEDOUT, why);
+		return;
+	}
+	if (l->draining && now - l->drain_ms > PEER_DRAIN_MS) {
+		link_close(l, -ESHUTDOWN, "peer removed from the configuration (drain timeout)");
+		return;
+	}
+	send_ping(l, ++l->p->ping_seq);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct peers *p = t->data;
+	struct peer_link *l, *next;
+	struct pping **pp, *g;
+	uint64_t now = peer_now_ms();
+
+	for (l = p->links; l; l = next) {
+		next = l->next;
+		tick_link(l, now);
+	}
+	pp = &p->pings;
+	while ((g = *pp)) {
+		if (now < g->deadline_ms) {
+			pp = &g->next;
+			continue;
+		}
+		*pp = g->next;
+		g->cb(g->ctx, -ETIMEDOUT, 0);
+		free(g);
+	}
+}
+
+/* ---- Peers from the config. ---- */
+
+static int conf_copy(struct peer_conf *dst, const struct peer_conf *src)
+{
+	*dst = *src;
+	dst->name = strdup(src->name);
+	dst->host = strdup(src->host);
+	dst->key_file = src->key_file ? strdup(src->key_file) : NULL;
+	return dst->name && dst->host ? 0 : -ENOMEM;
+}
+
+static void conf_wipe(struct peer_conf *c)
+{
+	free(c->name);
+	free(c->host);
+	free(c->key_file);
+	sodium_memzero(c->key, sizeof(c->key));
+	memset(c, 0, sizeof(*c));
+}
+
+static void on_peer_timer_closed(uv_handle_t *h)
+{
+	struct peer *pr = h->data;
+
+	pr->timer_open = false;
+	if (pr->removed)
+		maybe_free_peer(pr);
+}
+
+static void maybe_free_peer(struct peer *pr)
+{
+	struct peer **pp;
+
+	if (pr->links || pr->timer_open)
+		return;
+	for (pp = &pr->p->head; *pp; pp = &(*pp)->next)
+		if (*pp == pr) {
+			*pp = pr->next;
+			break;
+		}
+	conf_wipe(&pr->conf);
+	free(pr);
+}
+
+static struct transport *pick_transport(struct peers *p, const struct peer_conf *c)
+{
+	enum rp_transport_kind k = c->transport == RP_TRANSPORT_AUTO ? p->m->transport : c->transport;
+
+	return k == RP_TRANSPORT_VERBS ? p->verbs : p->tcp;
+}
+
+static int peer_add(struct peers *p, const struct peer_conf *c)
+{
+	struct peer *pr = calloc(1, sizeof(*pr)), **tail;
+	int r;
+
+	if (!pr)
+		return -ENOMEM;
+	pr->p = p;
+	pr->rtt_us = -1;
+	r = conf_copy(&pr->conf, c);
+	if (r < 0) {
+		conf_wipe(&pr->conf);
+		free(pr);
+		return r;
+	}
+	snprintf(pr->address, sizeof(pr->address), strchr(c->host, ':') ? "[%s]:%u" : "%s:%u",
+		 c->host, c->port);
+	pr->t = pick_transport(p, c);
+	pr->since_ms = real_ms();
+	uv_timer_init(&p->m->loop, &pr->backoff);
+	pr->backoff.data = pr;
+	pr->timer_open = true;
+	for (tail = &p->head; *tail; tail = &(*tail)->next)
+		;
+	*tail = pr;
+	if (!pr->t) {
+		set_state(pr, PEER_DOWN, "the verbs peer transport is not available in this build");
+		log_warn("peer %s: %s", pr->conf.name, pr->reason);
+		return 0;
+	}
+	dial(pr);
+	return 0;
+}
+
+static void peer_remove(struct peer *pr, const char *why)
+{
+	pr->removed = true;
+	uv_timer_stop(&pr->backoff);
+	set_state(pr, PEER_DOWN, why);
+	if (pr->out) {
+		link_close(pr->out, -ESHUTDOWN, why);
+		pr->out = NULL;
+	}
+	if (pr->up) {
+		pr->up->draining = true;
+		pr->up->drain_ms = peer_now_ms();
+		data_check_drained(pr->up);
+	}
+	{
+		struct peer_link *l, *next;
+
+		for (l = pr->p->links; l; l = next) {
+			next = l->next;
+			if (l->peer == pr && !l->up)
+				link_close(l, -ESHUTDOWN, why);
+		}
+	}
+	uv_close((uv_handle_t *)&pr->backoff, on_peer_timer_closed);
+}
+
+static bool conf_same(const struct peer_conf *a, const struct peer_conf *b)
+{
+	return !strcmp(a->host, b->host) && a->port == b->port && a->transport == b->transport &&
+	       a->key_len == b->key_len && !sodium_memcmp(a->key, b->key, a->key_len);
+}
+
+void peers_reload(struct peers *p)
+{
+	const struct config *cfg = p->m->cfg;
+	struct peer *pr, *next;
+	size_t i;
+
+	if (!p || p->stopping)
+		return;
+	for (pr = p->head; pr; pr = next) {
+		const struct peer_conf *c;
+
+		next = pr->next;
+		if (pr->removed)
+			continue;
+		c = config_peer(cfg, pr->conf.name);
+		if (!c) {
+			log_info("reload: peer %s removed: draining and closing", pr->conf.name);
+			peer_remove(pr, "removed from the configuration");
+		} else if (!conf_same(c, &pr->conf)) {
+			log_info("reload: peer %s changed: reconnecting", pr->conf.name);
+			peer_remove(pr, "settings changed by a reload");
+			peer_add(p, c);
+		}
+	}
+	for (i = 0; i < cfg->n_peers; i++)
+		if (!peer_find(p, cfg->peers[i].name)) {
+			log_info("reload: peer %s added", cfg->peers[i].name);
+			peer_add(p, &cfg->peers[i]);
+		}
+}
+
+static int open_transports(struct peers *p)
+{
+	const struct config *cfg = p->m->cfg;
+	struct transport *lt;
+	char why[256];
+	int r;
+
+	r = tcp_transport_new(p->m, &p->tcp);
+	if (r < 0)
+		return r;
+	p->tcp->owner = p;
+	if (p->m->transport == RP_TRANSPORT_VERBS && verbs_transport_new) {
+		r = verbs_transport_new(p->m, &p->verbs);
+		if (r < 0) {
+			log_err("verbs peer transport: %s", strerror(-r));
+			return r;
+		}
+		p->verbs->owner = p;
+	}
+	if (!cfg->listen_port)
+		return 0;
+	lt = p->m->transport == RP_TRANSPORT_VERBS && p->verbs ? p->verbs : p->tcp;
+	r = lt->ops->listen(lt, cfg->listen_host, cfg->listen_port, why, sizeof(why));
+	if (r < 0)
+		log_err("%s", why);
+	else
+		log_info("peer listener on %s:%u (%s)", cfg->listen_host, cfg->listen_port,
+			 lt->ops->name);
+	return r;
+}
+
+int peers_new(struct manager *m, struct peers **ret)
+{
+	struct peers *p = calloc(1, sizeof(*p));
+	size_t i;
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	if (sodium_init() < 0) {
+		free(p);
+		return -EIO;
+	}
+	p->m = m;
+	snprintf(p->node_name, sizeof(p->node_name), "%s", m->cfg->node_name);
+	uv_timer_init(&m->loop, &p->tick);
+	p->tick.data = p;
+	*ret = p; /* the manager stops and frees it whatever happens next */
+	r = open_transports(p);
+	if (r < 0)
+		return r;
+	uv_timer_start(&p->tick, on_tick, PEER_TICK_MS, PEER_TICK_MS);
+	for (i = 0; i < m->cfg->n_peers; i++) {
+		r = peer_add(p, &m->cfg->peers[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void on_closed_nothing(uv_handle_t *h)
+{
+	(void)h;
+}
+
+void peers_shutdown(struct peers *p)
+{
+	struct peer_link *l, *next;
+	struct peer *pr;
+
+	if (!p || p->stopping)
+		return;
+	p->stopping = true;
+	uv_close((uv_handle_t *)&p->tick, on_closed_nothing);
+	for (pr = p->head; pr; pr = pr->next) {
+		if (!pr->removed)
+			set_state(pr, PEER_DOWN, "shutting down");
+		if (pr->timer_open && !uv_is_closing((uv_handle_t *)&pr->backoff))
+			uv_close((uv_handle_t *)&pr->backoff, on_closed_nothing);
+	}
+	for (l = p->links; l; l = next) {
+		next = l->next;
+		if (!l->up)
+			l->superseded = true;
+		link_close(l, -ESHUTDOWN, "shutting down");
+	}
+	if (!p->links && !p->freed_transports) {
+		p->freed_transports = true;
+		if (p->tcp)
+			p->tcp->ops->free(p->tcp);
+		if (p->verbs)
+			p->verbs->ops->free(p->verbs);
+	}
+}
+
+struct peers *peers_free(struct peers *p)
+{
+	struct peer *pr;
+
+	if (!p)
+		return NULL;
+	while ((pr = p->head)) {
+		p->head = pr->next;
+		conf_wipe(&pr->conf);
+		free(pr);
+	}
+	while (p->pings) {
+		struct pping *g = p->pings;
+
+		p->pings = g->next;
+		free(g);
+	}
+	free(p);
+	return NULL;
+}
+
+/* ---- Status and admin. ---- */
+
+void peers_foreach(struct manager *m, void (*cb)(const struct peer_info *info, void *ctx),
+		   void *ctx)
+{
+	struct peer *pr;
+
+	if (!m->peers)
+		return;
+	for (pr = m->peers->head; pr; pr = pr->next) {
+		struct peer_info in = {
+			.name = pr->conf.name,
+			.address = pr->address,
+			.transport = pr->t ? pr->t->ops->name : "none",
+			.state = pr->state,
+			.state_since_ms = pr->since_ms,
+			.last_error = pr->reason,
+			.direction = pr->up ? (pr->up->outbound ? "outbound" : "inbound") : "",
+			.incarnation = pr->incarnation,
+			.rtt_us = pr->rtt_us,
+			.bytes_out = pr->bytes_out,
+			.bytes_in = pr->bytes_in,
+			.ops_out = pr->ops_out,
+			.ops_in = pr->ops_in,
+			.errors = pr->errors,
+			.reconnects = pr->reconnects,
+		};
+
+		if (!pr->removed)
+			cb(&in, ctx);
+	}
+}
+
+unsigned peers_up(const struct manager *m)
+{
+	const struct peer *pr;
+	unsigned n = 0;
+
+	if (!m->peers)
+		return 0;
+	for (pr = m->peers->head; pr; pr = pr->next)
+		n += !pr->removed && pr->up;
+	return n;
+}
+
+int peer_ping(struct manager *m, const char *name,
+	      void (*cb)(void *ctx, int status, uint64_t rtt_us), void *ctx)
+{
+	struct peers *p = m->peers;
+	struct peer *pr = p ? peer_find(p, name) : NULL;
+	struct pping *g;
+
+	if (!pr)
+		return -RP_EPEERUNKNOWN;
+	if (!pr->up || pr->up->closing)
+		return -RP_EPEERDOWN;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->link = pr->up;
+	g->id = ++p->ping_seq;
+	g->deadline_ms = peer_now_ms() + PEER_PING_TIMEOUT_MS;
+	g->cb = cb;
+	g->ctx = ctx;
+	g->next = p->pings;
+	p->pings = g;
+	send_ping(pr->up, g->id);
+	return 0;
+}
+
+void peer_ping_cancel(struct manager *m, void *ctx)
+{
+	struct pping **pp, *g;
+
+	if (!m->peers)
+		return;
+	pp = &m->peers->pings;
+	while ((g = *pp)) {
+		if (g->ctx != ctx) {
+			pp = &g->next;
+			continue;
+		}
+		*pp = g->next;
+		free(g);
+	}
+}

@@ -1,0 +1,634 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Peers, the data side: export lookups for clients (asynchronous: the
+ * client's REMOTE_OPEN is answered when the LOOKUP reply comes), client ops
+ * sent to a peer with their exactly-once reports, and the requests a peer
+ * makes of this daemon's exports and endpoints, checked here against the
+ * live export on every op.
+ */
+#include "peer_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+#include "clients.h"
+#include "log.h"
+#include "manager.h"
+
+#define MAX_HANDLES 65536u
+
+/* A client op on its way to a peer. */
+struct pop {
+	struct peer_op op; /* first: the transport sees this part */
+	struct pop *prev, *next;
+	struct peer_link *link;
+	struct session *s;
+	struct uid_acct *acct;
+	uint64_t cookie;
+	uint16_t opcode;
+};
+
+struct plookup {
+	struct plookup *next;
+	uint64_t id;
+	struct session *s;
+	struct rp_hdr h;
+	char name[RP_NAME_MAX];
+};
+
+/* What an incoming request holds while its bytes move. */
+struct rxtok {
+	struct region *region; /* referenced */
+	struct session *t;     /* notify target / receiving session, held; or NULL */
+	struct recv_buf *rb;   /* SEND: the posted receive taken */
+	uint16_t region_id;
+	char endpoint[RP_NAME_MAX];
+};
+
+struct remote {
+	char peer[RP_NAME_MAX];
+	uint64_t inc, id, len;
+	uint32_t access;
+	uint32_t xinfo_len;
+	uint8_t xinfo[PEER_XINFO_MAX];
+};
+
+static struct peers *peers_of(struct session *s)
+{
+	return s->owner->m->peers;
+}
+
+static void session_hold(struct session *s)
+{
+	s->ops_pending++;
+}
+
+/* ---- Lookups. ---- */
+
+int peers_known(struct manager *m, const char *peer)
+{
+	return m->peers && peer_find(m->peers, peer) ? 0 : -RP_EPEERUNKNOWN;
+}
+
+int peers_remote_open(struct session *s, const struct rp_hdr *h, const char *peer,
+		      const char *name)
+{
+	struct peers *p = peers_of(s);
+	struct peer *pr = p ? peer_find(p, peer) : NULL;
+	struct plookup *lk;
+	struct pp_lookup m;
+	struct peer_link *l;
+
+	if (!pr)
+		return -RP_EPEERUNKNOWN;
+	l = pr->up;
+	if (!l || l->closing || l->draining)
+		return -RP_EPEERDOWN;
+	lk = calloc(1, sizeof(*lk));
+	if (!lk)
+		return -ENOMEM;
+	lk->id = ++l->next_id;
+	lk->h = *h;
+	snprintf(lk->name, sizeof(lk->name), "%s", name);
+	memset(&m, 0, sizeof(m));
+	pp_hdr_init(&m.h, PP_LOOKUP, lk->id);
+	memcpy(m.name, lk->name, sizeof(m.name));
+	if (link_send(l, &m, sizeof(m)) < 0) {
+		free(lk);
+		return -RP_EPEERDOWN;
+	}
+	lk->s = s;
+	session_hold(s);
+	lk->next = l->lookups;
+	l->lookups = lk;
+	return 0;
+}
+
+static void lookup_reply(struct plookup *lk, int status, const struct pp_lookup_r *m,
+			 struct peer *pr)
+{
+	struct session *s = lk->s;
+	struct rp_remote_reply rep = { 0 };
+	struct export *e = NULL;
+	struct remote *rm = NULL;
+
+	if (s->dead)
+		goto out;
+	if (status == 0) {
+		e = calloc(1, sizeof(*e));
+		rm = calloc(1, sizeof(*rm));
+		status = e && rm ? idtab_add(&s->remotes, e, MAX_HANDLES, &rep.id) : -ENOMEM;
+	}
+	if (status == 0) {
+		snprintf(rm->peer, sizeof(rm->peer), "%s", pr->conf.name);
+		rm->inc = m->export_inc;
+		rm->id = m->export_id;
+		rm->len = m->len;
+		rm->access = m->access;
+		rm->xinfo_len = m->xinfo_len;
+		memcpy(rm->xinfo, m->xinfo, sizeof(rm->xinfo));
+		e->refs = 1;
+		e->access = m->access;
+		e->remote = rm;
+		snprintf(e->name, sizeof(e->name), "%s", lk->name);
+		rep.access = m->access;
+		rep.len = m->len;
+		e = NULL;
+		rm = NULL;
+	}
+	session_reply(s, &lk->h, status, &rep, sizeof(rep), NULL, 0);
+out:
+	free(e);
+	free(rm);
+	session_put(s);
+	free(lk);
+}
+
+void peers_remote_free(struct export *e)
+{
+	free(e->remote);
+	e->remote = NULL;
+}
+
+static void on_lookup_r(struct peer_link *l, const struct pp_lookup_r *m)
+{
+	struct plookup **pp, *lk;
+
+	for (pp = &l->lookups; (lk = *pp); pp = &lk->next)
+		if (lk->id == m->h.id)
+			break;
+	if (!lk) {
+		link_close(l, -EPROTO, "lookup reply matches no lookup");
+		return;
+	}
+	*pp = lk->next;
+	if (m->status == 0 && m->export_inc != l->remote_inc) {
+		link_close(l, -EPROTO, "lookup reply for another incarnation");
+		lookup_reply(lk, -RP_EPEERDOWN, m, l->peer);
+		return;
+	}
+	lookup_reply(lk, m->status, m, l->peer);
+	data_check_drained(l);
+}
+
+static struct export *export_by_id(struct clients *c, uint64_t id)
+{
+	struct export *e;
+
+	for (e = c->exports; e; e = e->next)
+		if (e->peer_id == id)
+			return e;
+	return NULL;
+}
+
+static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
+{
+	struct peers *p = l->p;
+	struct clients *c = p->m->clients;
+	struct export *e = export_find(c, m->name);
+	struct pp_lookup_r r;
+	int n;
+
+	memset(&r, 0, sizeof(r));
+	pp_hdr_init(&r.h, PP_LOOKUP_R, m->h.id);
+	if (!e || e->dead || !e->region) {
+		r.status = -RP_ENOEXPORT;
+	} else {
+		n = l->t->ops->export_info(l->t, e, r.xinfo, sizeof(r.xinfo));
+		if (n < 0) {
+			r.status = n;
+			memset(r.xinfo, 0, sizeof(r.xinfo));
+		} else {
+			if (!e->peer_id)
+				e->peer_id = ++p->next_export_id;
+			r.xinfo_len = (uint32_t)n;
+			r.export_id = e->peer_id;
+			r.export_inc = p->m->incarnation;
+			r.len = e->region->len;
+			r.access = e->access;
+		}
+	}
+	log_debug("peer %s looked up '%s': %s", l->peer->conf.name, m->name,
+		  r.status ? rp_strerror(r.status) : "ok");
+	link_send(l, &r, sizeof(r));
+}
+
+/* ---- Client ops to a peer. ---- */
+
+static uint16_t cqe_op(uint16_t opcode)
+{
+	return opcode == RP_SQE_WRITE ? RP_OP_WRITE : opcode == RP_SQE_READ ? RP_OP_READ : RP_OP_SEND;
+}
+
+static void pop_unlink(struct pop *o)
+{
+	if (o->prev)
+		o->prev->next = o->next;
+	else
+		o->link->ops = o->next;
+	if (o->next)
+		o->next->prev = o->prev;
+	o->prev = o->next = NULL;
+}
+
+static void pop_report(struct pop *o, int status)
+{
+	struct session *s = o->s;
+	struct peer *pr = o->link->peer;
+	struct rp_cqe cqe = {
+		.cookie = o->cookie,
+		.len = status ? 0 : (uint32_t)o->op.len,
+		.status = status,
+		.op = cqe_op(o->opcode),
+	};
+
+	if (pr) {
+		if (status)
+			pr->errors++;
+		else
+			pr->bytes_out += o->op.len;
+	}
+	o->acct->inflight--;
+	admin_count_op(s, cqe.op, status, cqe.len);
+	xfer_complete(s, &cqe);
+	region_unref(o->op.region);
+	acct_put(s->owner, o->acct);
+	session_put(s);
+	free(o);
+}
+
+void peer_x_op_done(struct peer_op *op, int status)
+{
+	struct pop *o = (struct pop *)op;
+	struct peer_link *l = o->link;
+
+	pop_unlink(o);
+	pop_report(o, status);
+	data_check_drained(l);
+}
+
+static struct peer_link *usable_link(struct peers *p, const char *peer, int *err)
+{
+	struct peer *pr = p ? peer_find(p, peer) : NULL;
+
+	*err = 0;
+	if (!pr)
+		*err = -RP_EPEERUNKNOWN;
+	else if (!pr->up || pr->up->closing || pr->up->draining)
+		*err = -RP_EPEERDOWN;
+	return *err ? NULL : pr->up;
+}
+
+static int submit(struct session *s, struct peer_link *l, struct pop *o, const struct rp_sqe *q)
+{
+	struct region *lr = idtab_get(&s->regions, q->region);
+	int r;
+
+	o->link = l;
+	o->s = s;
+	o->acct = s->acct;
+	o->cookie = q->cookie;
+	o->opcode = q->opcode;
+	o->op.region = region_ref(lr);
+	o->op.off = q->offset;
+	o->op.len = q->len;
+	o->next = l->ops;
+	if (l->ops)
+		l->ops->prev = o;
+	l->ops = o;
+	r = l->t->ops->submit(l->x, &o->op);
+	if (r < 0) {
+		pop_unlink(o);
+		region_unref(lr);
+		free(o);
+		return -RP_EPEERDOWN;
+	}
+	s->acct->refs++;
+	session_hold(s);
+	l->peer->ops_out++;
+	return 0;
+}
+
+int peers_submit_rw(struct session *s, const struct rp_sqe *q, struct export *e)
+{
+	const struct remote *rm = e->remote;
+	bool wr = q->opcode == RP_SQE_WRITE;
+	struct peer_link *l;
+	struct pop *o;
+	int err;
+
+	l = usable_link(peers_of(s), rm->peer, &err);
+	if (!l)
+		return err;
+	if (l->remote_inc != rm->inc)
+		return -RP_ESTALE;
+	/* Early answers from what LOOKUP said; the exporter checks again anyway. */
+	if (!(rm->access & (wr ? RP_ACCESS_REMOTE_WRITE : RP_ACCESS_REMOTE_READ)))
+		return -RP_EREMOTEACCESS;
+	if (q->remote_offset > rm->len || q->len > rm->len - q->remote_offset)
+		return -RP_EREMOTEBOUNDS;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->op.kind = wr ? PEER_OP_WRITE : PEER_OP_READ;
+	o->op.flags = wr && (q->flags & RP_NOTIFY) ? PEER_OP_F_NOTIFY : 0;
+	o->op.imm = q->imm;
+	o->op.remote_off = q->remote_offset;
+	o->op.export_id = rm->id;
+	o->op.export_inc = rm->inc;
+	o->op.export_len = rm->len;
+	o->op.xinfo_len = rm->xinfo_len;
+	memcpy(o->op.xinfo, rm->xinfo, sizeof(o->op.xinfo));
+	return submit(s, l, o, q);
+}
+
+int peers_submit_send(struct session *s, const struct rp_sqe *q, const char *peer,
+		      const char *endpoint)
+{
+	struct peer_link *l;
+	struct pop *o;
+	int err;
+
+	l = usable_link(peers_of(s), peer, &err);
+	if (!l)
+		return err;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->op.kind = PEER_OP_SEND;
+	snprintf(o->op.endpoint, sizeof(o->op.endpoint), "%s", endpoint);
+	return submit(s, l, o, q);
+}
+
+void data_link_failed(struct peer_link *l)
+{
+	struct plookup *lk;
+	struct pop *o;
+
+	while ((o = l->ops)) {
+		pop_unlink(o);
+		/* Posted: it may have happened. Never posted: it certainly did not. */
+		pop_report(o, o->op.posted ? -RP_EOUTCOME : -RP_EPEERDOWN);
+	}
+	while ((lk = l->lookups)) {
+		l->lookups = lk->next;
+		lookup_reply(lk, -RP_EPEERDOWN, NULL, l->peer);
+	}
+}
+
+void data_check_drained(struct peer_link *l)
+{
+	if (l->draining && !l->ops && !l->lookups)
+		link_close(l, -ESHUTDOWN, "peer removed from the configuration (drained)");
+}
+
+void peers_session_gone(struct session *s)
+{
+	/* Ops and lookups hold the session (ops_pending); nothing to detach. */
+	(void)s;
+}
+
+void peers_export_gone(struct manager *m, struct export *e)
+{
+	struct peers *p = m->peers;
+
+	if (!p || !e->peer_id)
+		return;
+	if (p->tcp && p->tcp->ops->export_gone)
+		p->tcp->ops->export_gone(p->tcp, e);
+	if (p->verbs && p->verbs->ops->export_gone)
+		p->verbs->ops->export_gone(p->verbs, e);
+}
+
+/* ---- Requests from a peer. ---- */
+
+static int rx_export(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
+{
+	struct peers *p = l->p;
+	struct clients *c = p->m->clients;
+	bool wr = rx->kind == PEER_RX_WRITE;
+	struct export *e;
+
+	if (rx->export_inc != p->m->incarnation)
+		return -RP_ESTALE;
+	e = export_by_id(c, rx->export_id);
+	if (!e || e->dead || !e->region)
+		return rx->export_id && rx->export_id <= p->next_export_id ? -RP_EUNEXPORTED
+									  : -RP_EBADHANDLE;
+	if (!(e->access & (wr ? RP_ACCESS_REMOTE_WRITE : RP_ACCESS_REMOTE_READ)))
+		return -RP_EREMOTEACCESS;
+	if (!region_range_ok(e->region, rx->off, rx->len))
+		return -RP_EREMOTEBOUNDS;
+	if (wr && (rx->flags & PEER_OP_F_NOTIFY)) {
+		struct session *t = e->region->s;
+
+		/* Reserve the notification now: refuse before writing, not after. */
+		if (!t || xfer_reserve(t) < 0)
+			return -RP_ENOTIFYSPACE;
+		tok->t = t;
+		session_hold(t);
+	}
+	tok->region = region_ref(e->region);
+	tok->region_id = (uint16_t)e->region->id;
+	rx->addr = (char *)e->region->addr + rx->off;
+	return 0;
+}
+
+static int rx_send(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
+{
+	struct endpoint *ep = endpoint_find(l->p->m->clients, rx->endpoint);
+	struct recv_buf *rb;
+
+	if (!ep)
+		return -RP_ENOENDPOINT;
+	rb = ep->head;
+	if (!rb)
+		return -RP_ENORECV;
+	if (rx->len > rb->len)
+		return -RP_ERECVSMALL;
+	ep->head = rb->next;
+	rb->next = NULL;
+	tok->rb = rb;
+	tok->t = ep->s;
+	session_hold(ep->s);
+	memcpy(tok->endpoint, rx->endpoint, sizeof(tok->endpoint));
+	rx->addr = (char *)rb->region->addr + rb->off;
+	return 0;
+}
+
+int peer_x_rx_begin(struct peer_link *l, struct peer_rx *rx)
+{
+	struct rxtok *tok;
+	int r;
+
+	if (!l->up || l->closing)
+		return -EPROTO;
+	if (rx->len > UINT32_MAX)
+		return -EINVAL;
+	tok = calloc(1, sizeof(*tok));
+	if (!tok)
+		return -ENOMEM;
+	r = rx->kind == PEER_RX_SEND ? rx_send(l, rx, tok) : rx_export(l, rx, tok);
+	if (r < 0) {
+		free(tok);
+		l->peer->errors++;
+		return r;
+	}
+	rx->token = tok;
+	l->peer->ops_in++;
+	return 0;
+}
+
+/* A receive taken for a message that did not arrive whole goes back first in line. */
+static void recv_restore(struct rxtok *tok, struct clients *c)
+{
+	struct recv_buf *rb = tok->rb;
+	struct endpoint *ep = endpoint_find(c, tok->endpoint);
+	struct session *t = tok->t;
+
+	if (ep && ep->s == t && !t->dead) {
+		rb->next = ep->head;
+		if (!ep->head)
+			ep->tail = rb;
+		ep->head = rb;
+		return;
+	}
+	/* Its endpoint was unbound meanwhile: complete it as unbinding does. */
+	{
+		struct rp_cqe cqe = {
+			.cookie = rb->cookie,
+			.status = -ECANCELED,
+			.op = RP_OP_RECV,
+			.region = (uint16_t)rb->region->id,
+		};
+
+		rb->region->acct->inflight--;
+		xfer_complete(t, &cqe);
+		region_unref(rb->region);
+		free(rb);
+	}
+}
+
+static int rx_end_send(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok, int status)
+{
+	struct recv_buf *rb = tok->rb;
+	struct rp_cqe cqe = {
+		.cookie = rb->cookie,
+		.offset = rb->off,
+		.len = (uint32_t)rx->len,
+		.op = RP_OP_RECV,
+		.region = (uint16_t)rb->region->id,
+	};
+
+	if (status) {
+		recv_restore(tok, l->p->m->clients);
+		return status;
+	}
+	rb->region->acct->inflight--;
+	xfer_complete(tok->t, &cqe); /* the slot was reserved when it was posted */
+	region_unref(rb->region);
+	free(rb);
+	return 0;
+}
+
+static void notify_end(struct rxtok *tok, struct peer_rx *rx, int status)
+{
+	struct rp_cqe cqe = {
+		.offset = rx->off,
+		.len = (uint32_t)rx->len,
+		.imm = rx->imm,
+		.op = RP_OP_NOTIFY,
+		.region = tok->region_id,
+	};
+
+	if (status == 0)
+		xfer_complete(tok->t, &cqe);
+	else if (tok->t->rings.cq_reserved)
+		tok->t->rings.cq_reserved--;
+}
+
+int peer_x_rx_end(struct peer_link *l, struct peer_rx *rx, int status)
+{
+	struct rxtok *tok = rx->token;
+
+	if (rx->kind == PEER_RX_SEND) {
+		status = rx_end_send(l, rx, tok, status);
+	} else {
+		if (tok->t)
+			notify_end(tok, rx, status);
+		region_unref(tok->region);
+	}
+	if (tok->t)
+		session_put(tok->t);
+	if (l->peer && !status)
+		l->peer->bytes_in += rx->len;
+	free(tok);
+	rx->token = NULL;
+	rx->addr = NULL;
+	return status;
+}
+
+int peer_x_notify(struct peer_link *l, uint64_t export_id, uint64_t off, uint64_t len,
+		  uint32_t imm)
+{
+	struct peer_rx rx = {
+		.kind = PEER_RX_WRITE,
+		.flags = PEER_OP_F_NOTIFY,
+		.imm = imm,
+		.export_id = export_id,
+		.export_inc = l->p->m->incarnation,
+		.off = off,
+		.len = len,
+	};
+	int r = peer_x_rx_begin(l, &rx);
+
+	if (r == 0)
+		r = peer_x_rx_end(l, &rx, 0);
+	return r;
+}
+
+static void on_notify(struct peer_link *l, const struct pp_notify *m)
+{
+	struct pp_status st;
+
+	memset(&st, 0, sizeof(st));
+	pp_hdr_init(&st.h, PP_NOTIFY_R, m->h.id);
+	st.status = m->export_inc == l->p->m->incarnation
+			    ? peer_x_notify(l, m->export_id, m->off, m->len, m->imm)
+			    : -RP_ESTALE;
+	link_send(l, &st, sizeof(st));
+}
+
+void data_on_ctrl(struct peer_link *l, const void *msg, size_t len)
+{
+	union {
+		struct pp_hdr h;
+		struct pp_lookup lk;
+		struct pp_lookup_r lr;
+		struct pp_notify nt;
+	} m;
+
+	if (len > sizeof(m)) {
+		link_close(l, -EPROTO, "unexpected message");
+		return;
+	}
+	memcpy(&m, msg, len);
+	switch (m.h.type) {
+	case PP_LOOKUP:
+		on_lookup(l, &m.lk);
+		return;
+	case PP_LOOKUP_R:
+		on_lookup_r(l, &m.lr);
+		return;
+	case PP_NOTIFY:
+		on_notify(l, &m.nt);
+		return;
+	case PP_NOTIFY_R:
+		return; /* for the verbs transport's own bookkeeping; nothing here */
+	default:
+		link_close(l, -EPROTO, "unexpected message type");
+		return;
+	}
+}

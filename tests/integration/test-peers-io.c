@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Client side of the multi-daemon tests (test-peers.sh). Talks to the daemon
+ * at $RDMAPROXY_SOCKET. Modes:
+ *   export NAME SIZE NRECV     export a SIZE region as NAME (read+write), bind
+ *                              endpoint NAME with NRECV receives of SIZE; print
+ *                              "ready", then one line per NOTIFY/RECV with the
+ *                              FNV-1a sum of what landed, until stdin closes.
+ *   xfer PEER NAME SIZE SEED   write SIZE bytes (RP_NOTIFY, imm SEED) into
+ *                              PEER's export NAME, read them back, send them to
+ *                              endpoint NAME; print the sums; 0 if all ok.
+ *   stress PEER NAME NPROC NOPS SIZE [BASE]  NPROC clients at once, each writing
+ *                              and reading back its own slice (BASE + i) NOPS times.
+ *   storm PEER NAME SECONDS SIZE DEPTH  keep DEPTH writes/reads in flight for
+ *                              SECONDS (the peer gets killed meanwhile); every
+ *                              op must be reported exactly once.
+ *   hold PEER NAME             open NAME, print "opened", wait for a line on
+ *                              stdin, write 1 byte, print the status name.
+ *   expect-open PEER NAME ERR  rp_remote_open must fail with ERR (a number).
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdmaproxy.h>
+
+static uint64_t fnv1a(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (n--)
+		h = (h ^ *b++) * 0x100000001b3ull;
+	return h;
+}
+
+static void fill(void *p, size_t n, uint64_t seed)
+{
+	unsigned char *b = p;
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		b[i] = (unsigned char)x;
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static struct rp_client *conn(void)
+{
+	struct rp_client *c;
+	int e = rp_connect(NULL, &c);
+
+	if (e < 0) {
+		fprintf(stderr, "connect: %s\n", rp_strerror(e));
+		exit(2);
+	}
+	return c;
+}
+
+static size_t parse_size(const char *s)
+{
+	char *end;
+	size_t v = strtoull(s, &end, 10);
+
+	if (*end == 'K')
+		v <<= 10;
+	else if (*end == 'M')
+		v <<= 20;
+	return v;
+}
+
+static size_t pages(size_t n)
+{
+	return n < 4096 ? 4096 : (n + 4095) & ~(size_t)4095;
+}
+
+/* Wait for the completion of @op/@cookie; other completions are a failure. */
+static int wait_op(struct rp_client *c, uint32_t op, uint64_t cookie, int timeout_ms)
+{
+	struct rp_completion comp;
+	int n = rp_wait(c, &comp, 1, timeout_ms);
+
+	if (n != 1) {
+		fprintf(stderr, "no completion for op %u: %s\n", op, n ? rp_strerror(n) : "timeout");
+		return -1000000;
+	}
+	if (comp.op != op || comp.cookie != cookie) {
+		fprintf(stderr, "unexpected completion op %u cookie %" PRIu64 "\n", comp.op,
+			comp.cookie);
+		return -1000000;
+	}
+	return comp.status;
+}
+
+static int do_export(const char *name, size_t size, int nrecv)
+{
+	struct rp_client *c = conn();
+	struct rp_region *r, *m;
+	struct rp_endpoint *ep;
+	struct rp_completion comp;
+	int e, i;
+
+	if ((e = rp_region_alloc(c, pages(size), 0, &r)) < 0 ||
+	    (e = rp_region_alloc(c, pages(size) * (size_t)(nrecv ? nrecv : 1), 0, &m)) < 0 ||
+	    (e = rp_region_export(r, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE)) < 0 ||
+	    (e = rp_endpoint_bind(c, name, &ep)) < 0) {
+		fprintf(stderr, "export: %s\n", rp_strerror(e));
+		return 2;
+	}
+	for (i = 0; i < nrecv; i++)
+		if ((e = rp_post_recv(ep, m, (size_t)i * pages(size), size, 100 + i)) < 0) {
+			fprintf(stderr, "post_recv: %s\n", rp_strerror(e));
+			return 2;
+		}
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) {
+		int n = rp_wait(c, &comp, 1, 200);
+		fd_set fds;
+		struct timeval tv = { 0, 0 };
+
+		if (n < 0)
+			return 3;
+		if (n == 1 && comp.op == RP_OP_NOTIFY)
+			printf("notify imm=%u off=%" PRIu64 " len=%u sum=%016" PRIx64 "\n", comp.imm,
+			       comp.offset, comp.len,
+			       fnv1a((char *)rp_region_ptr(r) + comp.offset, comp.len));
+		else if (n == 1 && comp.op == RP_OP_RECV)
+			printf("recv status=%d len=%u sum=%016" PRIx64 "\n", comp.status, comp.len,
+			       fnv1a((char *)rp_region_ptr(m) + (comp.cookie - 100) * pages(size),
+				     comp.len));
+		fflush(stdout);
+		FD_ZERO(&fds);
+		FD_SET(0, &fds);
+		if (select(1, &fds, NULL, NULL, &tv) > 0) {
+			char b[64];
+
+			if (read(0, b, sizeof(b)) <= 0)
+				break;
+		}
+	}
+	rp_disconnect(c);
+	return 0;
+}
+
+static int do_xfer(const char *peer, const char *name, size_t size, uint32_t seed)
+{
+	struct rp_client *c = conn();
+	struct rp_region *src, *back;
+	struct rp_remote *rm;
+	uint64_t sum, got;
+	int e, st, bad = 0;
+	double t0;
+
+	if ((e = rp_region_alloc(c, pages(size), 0, &src)) < 0 ||
+	    (e = rp_region_alloc(c, pages(size), 0, &back)) < 0) {
+		fprintf(stderr, "alloc: %s\n", rp_strerror(e));
+		return 2;
+	}
+	fill(rp_region_ptr(src), size, seed);
+	sum = fnv1a(rp_region_ptr(src), size);
+	e = rp_remote_open(c, peer, name, &rm);
+	if (e < 0) {
+		fprintf(stderr, "remote_open %s/%s: %s\n", peer, name, rp_strerror(e));
+		return 2;
+	}
+	t0 = now_s();
+	e = rp_write_imm(c, src, 0, rm, 0, size, 1, RP_NOTIFY, seed);
+	st = e < 0 ? e : wait_op(c, RP_OP_WRITE, 1, 120000);
+	printf("write status=%d sum=%016" PRIx64 " time=%.3f\n", st, sum, now_s() - t0);
+	bad |= st != 0;
+	t0 = now_s();
+	e = rp_read(c, back, 0, rm, 0, size, 2, 0);
+	st = e < 0 ? e : wait_op(c, RP_OP_READ, 2, 120000);
+	got = fnv1a(rp_region_ptr(back), size);
+	printf("read status=%d sum=%016" PRIx64 " time=%.3f\n", st, got, now_s() - t0);
+	bad |= st != 0 || got != sum;
+	e = rp_send(c, peer, name, src, 0, size, 3);
+	st = e < 0 ? e : wait_op(c, RP_OP_SEND, 3, 120000);
+	printf("send status=%d sum=%016" PRIx64 "\n", st, sum);
+	bad |= st != 0;
+	/* Out of bounds and an unknown endpoint fail precisely, the link stays. */
+	e = rp_write(c, src, 0, rm, rp_remote_len(rm), 1, 4, 0);
+	st = e < 0 ? e : wait_op(c, RP_OP_WRITE, 4, 10000);
+	printf("oob status=%d\n", st);
+	bad |= st != -RP_EREMOTEBOUNDS;
+	e = rp_send(c, peer, "no-such-endpoint", src, 0, 1, 5);
+	st = e < 0 ? e : wait_op(c, RP_OP_SEND, 5, 10000);
+	printf("noep status=%d\n", st);
+	bad |= st != -RP_ENOENDPOINT;
+	rp_remote_close(rm);
+	rp_disconnect(c);
+	return bad;
+}
+
+static int stress_child(const char *peer, const char *name, int idx, int nops, size_t size)
+{
+	struct rp_client *c = conn();
+	struct rp_region *src, *back;
+	struct rp_remote *rm;
+	int e, i;
+
+	if ((e = rp_region_alloc(c, pages(size), 0, &src)) < 0 ||
+	    (e = rp_region_alloc(c, pages(size), 0, &back)) < 0 ||
+	    (e = rp_remote_open(c, peer, name, &rm)) < 0) {
+		fprintf(stderr, "child %d: %s\n", idx, rp_strerror(e));
+		return 1;
+	}
+	for (i = 0; i < nops; i++) {
+		fill(rp_region_ptr(src), size, (uint64_t)idx * 1000 + i);
+		e = rp_write(c, src, 0, rm, (size_t)idx * size, size, 2 * i, 0);
+		if (e < 0 || wait_op(c, RP_OP_WRITE, 2 * i, 30000) != 0)
+			return 1;
+		e = rp_read(c, back, 0, rm, (size_t)idx * size, size, 2 * i + 1, 0);
+		if (e < 0 || wait_op(c, RP_OP_READ, 2 * i + 1, 30000) != 0)
+			return 1;
+		if (memcmp(rp_region_ptr(src), rp_region_ptr(back), size)) {
+			fprintf(stderr, "child %d op %d: data mismatch\n", idx, i);
+			return 1;
+		}
+	}
+	rp_disconnect(c);
+	return 0;
+}
+
+static int do_stress(const char *peer, const char *name, int nproc, int nops, size_t size,
+		     int base)
+{
+	int i, st, bad = 0;
+
+	for (i = 0; i < nproc; i++)
+		if (fork() == 0)
+			_exit(stress_child(peer, name, base + i, nops, size));
+	for (i = 0; i < nproc; i++) {
+		wait(&st);
+		bad |= !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	printf("stress %d clients x %d ops: %s\n", nproc, nops, bad ? "FAILED" : "ok");
+	return bad;
+}
+
+static int do_storm(const char *peer, const char *name, double secs, size_t size, int depth)
+{
+	struct rp_client *c = conn();
+	struct rp_region *src;
+	struct rp_remote *rm = NULL;
+	struct rp_completion comp[64];
+	unsigned char *seen;
+	uint64_t next = 0, done = 0, ok = 0, down = 0, unknown = 0, stale = 0, other = 0, dup = 0;
+	uint64_t max_ops = 10000000;
+	int e, i, n, inflight = 0;
+	double end = now_s() + secs, drain_deadline = 0;
+
+	seen = calloc(max_ops, 1);
+	if ((e = rp_region_alloc(c, pages(size), 0, &src)) < 0 ||
+	    (e = rp_remote_open(c, peer, name, &rm)) < 0) {
+		fprintf(stderr, "storm: %s\n", rp_strerror(e));
+		return 2;
+	}
+	while (now_s() < end || inflight) {
+		while (now_s() < end && inflight < depth && next < max_ops) {
+			e = next & 1 ? rp_read(c, src, 0, rm, 0, size, next, 0)
+				     : rp_write(c, src, 0, rm, 0, size, next, 0);
+			if (e < 0)
+				break;
+			next++;
+			inflight++;
+		}
+		if (now_s() >= end && !drain_deadline)
+			drain_deadline = now_s() + 20; /* every op must be reported by then */
+		n = rp_wait(c, comp, 64, 100);
+		if (n < 0)
+			return 3;
+		if (n == 0 && drain_deadline && now_s() > drain_deadline)
+			break;
+		for (i = 0; i < n; i++) {
+			uint64_t k = comp[i].cookie;
+
+			if (k >= next || seen[k]++) {
+				dup++;
+				continue;
+			}
+			inflight--;
+			done++;
+			if (comp[i].status == 0)
+				ok++;
+			else if (comp[i].status == -RP_EPEERDOWN)
+				down++;
+			else if (comp[i].status == -RP_EOUTCOME)
+				unknown++;
+			else if (comp[i].status == -RP_ESTALE)
+				stale++;
+			else
+				other++, fprintf(stderr, "status %s\n", rp_strerror(comp[i].status));
+		}
+	}
+	printf("storm submitted=%" PRIu64 " reported=%" PRIu64 " ok=%" PRIu64 " peerdown=%" PRIu64
+	       " outcome=%" PRIu64 " stale=%" PRIu64 " other=%" PRIu64 " duplicate=%" PRIu64 "\n",
+	       next, done, ok, down, unknown, stale, other, dup);
+	rp_disconnect(c);
+	free(seen);
+	return next != done || dup || other;
+}
+
+static int do_hold(const char *peer, const char *name)
+{
+	struct rp_client *c = conn();
+	struct rp_region *src;
+	struct rp_remote *rm;
+	char line[64];
+	int e;
+
+	if ((e = rp_region_alloc(c, 4096, 0, &src)) < 0 || (e = rp_remote_open(c, peer, name, &rm)) < 0) {
+		fprintf(stderr, "hold: %s\n", rp_strerror(e));
+		return 2;
+	}
+	printf("opened\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 2;
+	e = rp_write(c, src, 0, rm, 0, 1, 9, 0);
+	e = e < 0 ? e : wait_op(c, RP_OP_WRITE, 9, 10000);
+	printf("status=%d %s\n", e, e ? rp_strerror(e) : "ok");
+	rp_disconnect(c);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(mode, "export") && argc == 5)
+		return do_export(argv[2], parse_size(argv[3]), atoi(argv[4]));
+	if (!strcmp(mode, "xfer") && argc == 6)
+		return do_xfer(argv[2], argv[3], parse_size(argv[4]), (uint32_t)atoi(argv[5]));
+	if (!strcmp(mode, "stress") && (argc == 7 || argc == 8))
+		return do_stress(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]),
+				 parse_size(argv[6]), argc == 8 ? atoi(argv[7]) : 0);
+	if (!strcmp(mode, "storm") && argc == 7)
+		return do_storm(argv[2], argv[3], atof(argv[4]), parse_size(argv[5]),
+				atoi(argv[6]));
+	if (!strcmp(mode, "hold") && argc == 4)
+		return do_hold(argv[2], argv[3]);
+	if (!strcmp(mode, "expect-open") && argc == 5) {
+		struct rp_client *c = conn();
+		struct rp_remote *rm;
+		int e = rp_remote_open(c, argv[2], argv[3], &rm);
+
+		printf("open: %s\n", e ? rp_strerror(e) : "ok");
+		rp_disconnect(c);
+		return e == atoi(argv[4]) ? 0 : 1;
+	}
+	fprintf(stderr, "usage: see the comment at the top of test-peers-io.c\n");
+	return 2;
+}

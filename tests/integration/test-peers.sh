@@ -1,0 +1,210 @@
+#!/bin/bash
+# Three daemons (A, B, C) on loopback with the tcp peer transport: remote
+# write/read/send/notify with checksums at several sizes, many clients at
+# once, a peer SIGKILLed in the middle of transfers (exactly-once reports,
+# survivor healthy, reconnection, stale handles), wrong key and unknown peer
+# rejected, peers removed and added by a SIGHUP reload.
+. "$(dirname "$0")/lib.sh"
+
+IO="$top_builddir/tests/integration/test-peers-io"
+SIZES=${PEER_TEST_SIZES:-"1 4096 1M 64M"}
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+declare -A PORT PID
+for n in A B C D E; do PORT[$n]=$(free_port); done
+printf 'shared-secret-key-for-tests-0001\n' >"$T_DIR/good.key"
+printf 'another-secret-that-does-not-fit\n' >"$T_DIR/bad.key"
+chmod 600 "$T_DIR"/*.key
+
+# conf NODE PEER[:KEYFILE]...: config of NODE, peers listed after it.
+conf() {
+	local n=$1 p k
+	shift
+	{
+		echo "[daemon]"
+		echo "node_name = $n"
+		echo "socket = $T_DIR/$n.sock"
+		echo "transport = tcp"
+		echo "listen = 127.0.0.1:${PORT[$n]}"
+		echo "log_level = debug"
+		for p in "$@"; do
+			k=${p#*:}
+			[ "$k" = "$p" ] && k=good
+			p=${p%%:*}
+			echo "[peer \"$p\"]"
+			echo "address = 127.0.0.1:${PORT[$p]}"
+			echo "key_file = $T_DIR/$k.key"
+		done
+	} >"$T_DIR/$n.conf"
+}
+
+start() { # start NODE
+	start_daemon "$T_DIR/$1.log" -c "$T_DIR/$1.conf"
+	PID[$1]=$T_LAST_PID
+	wait_for 10 test -S "$T_DIR/$1.sock"
+}
+
+up() { # up NODE PEER [SECONDS]: NODE's log says PEER is up (after LINE)
+	local from=${4:-1}
+	wait_for "${3:-15}" sh -c "tail -n +$from '$T_DIR/$1.log' | grep -q 'peer $2: .* -> up'"
+}
+
+lines() { wc -l <"$T_DIR/$1.log"; }
+
+io() { # io NODE ARGS...
+	RDMAPROXY_SOCKET="$T_DIR/$1.sock" "$IO" "${@:2}"
+}
+
+# spawn TAG NODE ARGS...: a client in the background, stdin from a fifo kept
+# open here (closing it ends "export"), stdout in $T_DIR/TAG.out.
+declare -A SP_PID SP_FD
+spawn() {
+	local tag=$1 fd
+	rm -f "$T_DIR/$tag.in" "$T_DIR/$tag.out"
+	mkfifo "$T_DIR/$tag.in"
+	io "$2" "${@:3}" <"$T_DIR/$tag.in" >"$T_DIR/$tag.out" 2>&1 &
+	SP_PID[$tag]=$!
+	exec {fd}>"$T_DIR/$tag.in"
+	SP_FD[$tag]=$fd
+}
+said() { wait_for "${3:-10}" grep -q "$2" "$T_DIR/$1.out"; } # said TAG PATTERN [SECS]
+finish() {
+	exec {SP_FD[$1]}>&-
+	wait "${SP_PID[$1]}" 2>/dev/null
+}
+
+conf A B C
+conf B A C
+conf C A B
+start A
+start B
+start C
+up A B && up A C && up B C && up C A
+ok $? "three daemons connect to each other" || diag "$T_DIR/A.log"
+grep -q "authenticated" "$T_DIR/A.log"
+ok $? "links are authenticated"
+
+# ---- write / read / send / notify at several sizes, A -> B and C -> B ----
+for sz in $SIZES; do
+	spawn exp B export "x$sz" "$sz" 1
+	said exp ready
+	out=$(io A xfer B "x$sz" "$sz" 77 2>&1)
+	rc=$?
+	echo "$out" | diag
+	sum=$(echo "$out" | sed -n 's/^write status=0 sum=\([0-9a-f]*\).*/\1/p')
+	said exp "^recv" 20
+	finish exp
+	diag "$T_DIR/exp.out"
+	got_notify=$(sed -n 's/^notify imm=77 .*sum=//p' "$T_DIR/exp.out")
+	got_recv=$(sed -n 's/^recv status=0 .*sum=//p' "$T_DIR/exp.out")
+	[ "$rc" -eq 0 ] && [ -n "$sum" ]
+	ok $? "size $sz: remote write, read-back checksum, send, precise errors"
+	[ "$got_notify" = "$sum" ]
+	ok $? "size $sz: exporter notified with imm, landed checksum matches"
+	[ "$got_recv" = "$sum" ]
+	ok $? "size $sz: message received on B's endpoint with the same checksum"
+done
+
+# ---- many clients at once, from two daemons into one export ----
+spawn st C export st 16M 0
+said st ready
+io A stress C st 8 20 1M >"$T_DIR/st1" 2>&1 &
+s1=$!
+io B stress C st 8 20 1M 8 >"$T_DIR/st2" 2>&1
+r2=$?
+wait "$s1"
+r1=$?
+diag "$T_DIR/st1" "$T_DIR/st2"
+[ $r1 -eq 0 ] && [ $r2 -eq 0 ]
+ok $? "16 clients on two daemons write and read back their own slices concurrently"
+finish st
+
+# ---- a peer SIGKILLed in the middle of transfers ----
+spawn k B export k 1M 0
+said k ready
+spawn hold A hold B k
+said hold opened
+io A storm B k 6 64K 32 >"$T_DIR/storm" 2>&1 &
+storm=$!
+sleep 2
+kill -KILL "${PID[B]}"
+wait "$storm"
+rc=$?
+diag "$T_DIR/storm"
+[ $rc -eq 0 ] && grep -q "ok=[1-9]" "$T_DIR/storm"
+ok $? "peer killed mid-transfer: every op reported exactly once (ok, peer down or outcome unknown)"
+grep -q "peer B: .*keepalive\|peer B: link .* lost\|peer B: up -> backoff" "$T_DIR/A.log"
+ok $? "survivor noticed the peer's death"
+spawn k2 C export k2 64K 1
+said k2 ready
+io A xfer C k2 64K 5 >/dev/null 2>&1
+ok $? "survivor healthy: A <-> C transfers still work"
+finish k2
+io A expect-open B k $((-4097))
+ok $? "while B is down, opening its export says peer down"
+
+mark=$(lines A)
+start B
+up A B 20 "$mark"
+ok $? "A reconnects when B returns"
+grep -q "peer B restarted" "$T_DIR/A.log"
+ok $? "the new incarnation is noticed"
+echo go >&"${SP_FD[hold]}"
+said hold "status="
+diag "$T_DIR/hold.out"
+grep -q "status=$((-4096 - 25)) " "$T_DIR/hold.out"
+ok $? "a handle from B's old incarnation fails cleanly (RP_ESTALE)"
+finish hold
+spawn k3 B export k 64K 1
+said k3 ready
+io A xfer B k 64K 9 >/dev/null 2>&1
+ok $? "transfers to the restarted B work again"
+finish k3
+
+# ---- wrong key and unknown peer ----
+conf D A:bad
+sed -i "s|^\[peer \"C\"\]|[peer \"D\"]\naddress = 127.0.0.1:${PORT[D]}\nkey_file = $T_DIR/good.key\n[peer \"C\"]|" "$T_DIR/A.conf"
+kill -HUP "${PID[A]}"
+start D
+wait_for 10 grep -q "shared key" "$T_DIR/D.log"
+ok $? "wrong key: rejected, the dialling side logs why"
+wait_for 10 grep -q "handshake with D .*shared key\|rejected by the peer: .*shared key" "$T_DIR/A.log"
+ok $? "wrong key: the other side logs it too"
+! grep -q "peer D: .* -> up" "$T_DIR/A.log"
+ok $? "wrong key: never up"
+conf E A
+start E
+wait_for 10 grep -q "'E' is not a configured peer" "$T_DIR/A.log"
+ok $? "unknown peer rejected with the reason logged"
+wait_for 10 grep -q "rejected by the peer: .*not a configured peer" "$T_DIR/E.log"
+ok $? "unknown peer: the rejected side logs the reason"
+
+# ---- reload: remove C from A, then add it back ----
+mark=$(lines A)
+conf A B
+kill -HUP "${PID[A]}"
+wait_for 10 sh -c "tail -n +$mark '$T_DIR/A.log' | grep -q 'peer C removed'"
+ok $? "reload: removed peer is drained and closed"
+wait_for 10 sh -c "tail -n +$mark '$T_DIR/A.log' | grep -q 'peer connection from .* closed\|link .* lost'"
+ok $? "reload: the connection to C is gone"
+mark=$(lines A)
+conf A B C
+kill -HUP "${PID[A]}"
+up A C 15 "$mark"
+ok $? "reload: added peer connects"
+
+for n in A B C; do
+	stop_daemon "${PID[$n]}"
+	ok $? "daemon $n exits cleanly"
+done
+grep -h "ERROR\|runtime error\|AddressSanitizer" "$T_DIR"/*.log | head -5 | diag
+! grep -q "runtime error\|AddressSanitizer\|LeakSanitizer" "$T_DIR"/*.log
+ok $? "no sanitizer reports"
+if [ "$T_FAIL" -ne 0 ]; then
+	keep="${TMPDIR:-/tmp}/rp-peers-failed.$$"
+	mkdir -p "$keep" && cp "$T_DIR"/*.log "$T_DIR"/*.conf "$keep"/ && echo "# logs kept in $keep"
+fi
+t_done
