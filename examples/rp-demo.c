@@ -11,6 +11,10 @@
  * completion is OK.
  *
  *   rp-demo [SOCKET]      (default: $RDMAPROXY_SOCKET, then the system socket)
+ *   rp-demo SOCKET PEER PEER_SOCKET
+ *                         B runs on the daemon at PEER_SOCKET, a configured peer
+ *                         named PEER of the daemon at SOCKET: the data crosses
+ *                         from one daemon to the other over the peer link.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,6 +30,8 @@
 #define NAME "demo"
 
 static const char *sock;
+static const char *peer;   /* NULL: both on one daemon */
+static const char *b_sock; /* B's daemon */
 
 static uint64_t fnv1a(const void *p, size_t n)
 {
@@ -92,7 +98,7 @@ static int run_b(int to_a, int from_a)
 	int e, bad = 0;
 	char ok = 1;
 
-	if ((e = rp_connect(sock, &c)) < 0)
+	if ((e = rp_connect(b_sock, &c)) < 0)
 		die('B', "connect", e);
 	if ((e = rp_region_alloc(c, SIZE, 0, &r)) < 0 || (e = rp_region_alloc(c, 4096, 0, &msg)) < 0)
 		die('B', "region", e);
@@ -141,9 +147,10 @@ static int run_a(int from_b, int to_b)
 	printf("[A] filled 4 MiB, checksum %016" PRIx64 "\n", mine);
 	if (read(from_b, &ok, 1) != 1)
 		die('A', "B did not start", -1);
-	if ((e = rp_remote_open(c, rp_node_name(c), NAME, &rm)) < 0)
+	if ((e = rp_remote_open(c, peer ? peer : rp_node_name(c), NAME, &rm)) < 0)
 		die('A', "remote open", e);
-	printf("[A] opened \"%s\" on node %s: %zu bytes\n", NAME, rp_node_name(c), rp_remote_len(rm));
+	printf("[A] opened \"%s\" on node %s: %zu bytes\n", NAME,
+	       peer ? peer : rp_node_name(c), rp_remote_len(rm));
 	t0 = now_us();
 	if ((e = rp_write_imm(c, r, 0, rm, 0, SIZE, 1, RP_NOTIFY, 0xd3e0)) < 0)
 		die('A', "write", e);
@@ -157,7 +164,7 @@ static int run_a(int from_b, int to_b)
 	again = fnv1a(rp_region_ptr(back), SIZE);
 	printf("[A] checksum read back: %016" PRIx64 "\n", again);
 	snprintf(rp_region_ptr(back), 128, "hello from A, checksum %016" PRIx64, mine);
-	if ((e = rp_send(c, NULL, NAME, back, 0, strlen(rp_region_ptr(back)), 3)) < 0)
+	if ((e = rp_send(c, peer, NAME, back, 0, strlen(rp_region_ptr(back)), 3)) < 0)
 		die('A', "send", e);
 	bad |= wait_one(c, 'A', &comp, -1) != 0;
 	rp_remote_close(rm);
@@ -175,6 +182,14 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	sock = argc > 1 ? argv[1] : NULL;
+	b_sock = sock;
+	if (argc == 4) {
+		peer = argv[2];
+		b_sock = argv[3];
+	} else if (argc > 2) {
+		fprintf(stderr, "usage: rp-demo [SOCKET [PEER PEER_SOCKET]]\n");
+		return 2;
+	}
 	if (pipe(ab) < 0 || pipe(ba) < 0)
 		return 1;
 	fflush(stdout);
