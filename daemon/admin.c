@@ -17,12 +17,19 @@
 #include "clients.h"
 #include "log.h"
 #include "manager.h"
+#include "peer.h"
 #include "session.h"
 
 struct admin_session {
 	struct admin_session_stats st;
 	char *snap; /* metrics text being paged out */
 	size_t snap_len;
+	/* One ping in flight through the peer layer, answered from ping_done(). */
+	struct session *s;
+	bool ping_pending;
+	struct rp_hdr ping_hdr;
+	uint32_t ping_seq;
+	char ping_peer[RP_NAME_MAX];
 };
 
 struct admin_totals admin_totals;
@@ -60,6 +67,8 @@ void admin_session_release(struct session *s)
 {
 	if (!s->admin)
 		return;
+	if (s->admin->ping_pending)
+		peer_ping_cancel(s->owner->m, s->admin);
 	free(s->admin->snap);
 	free(s->admin);
 	s->admin = NULL;
@@ -84,6 +93,7 @@ enum admin_err_kind admin_err_kind(int status)
 	case RP_EPEERUNKNOWN:
 	case RP_EPEERDOWN:
 	case RP_EOUTCOME:
+	case RP_ESTALE:
 		return ADMIN_ERR_PEER;
 	case RP_ELIMIT_CONN:
 	case RP_ELIMIT_BYTES:
@@ -133,11 +143,11 @@ void admin_count_cq(int n)
 }
 
 /* Reply with a negative @status and a reason the client prints. */
-static int reply_text(struct session *s, const struct rp_hdr *h, int status, const char *fmt,
-		      ...) __attribute__((format(printf, 4, 5)));
+static int reply_text(struct session *s, const struct rp_hdr *h, int status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 static int reply_text(struct session *s, const struct rp_hdr *h, int status, const char *fmt, ...)
 {
-	struct rp_admin_text t = { 0 };
+	struct rp_admin_text t = {0};
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -354,49 +364,77 @@ static int handle_regions(struct session *s, const struct rp_hdr *h,
 	return page_send(s, h, &p);
 }
 
-/*
- * Configured peers as the peer layer sees them. Until peer connections
- * exist every configured peer is reported down since the daemon started.
- */
-void admin_peer_fill(const struct manager *m, size_t i, struct rp_admin_peer *rec)
+static void copy_peer(const struct peer_info *in, void *ctx)
 {
-	const struct peer_conf *pc = &m->cfg->peers[i];
-	bool v6 = strchr(pc->host, ':') != NULL;
+	struct peer_snap *ps = ctx;
+	struct rp_admin_peer *rec;
 
-	memset(rec, 0, sizeof(*rec));
-	snprintf(rec->name, sizeof(rec->name), "%s", pc->name);
-	snprintf(rec->address, sizeof(rec->address), "%s%s%s:%u", v6 ? "[" : "", pc->host,
-		 v6 ? "]" : "", pc->port);
-	snprintf(rec->transport, sizeof(rec->transport), "%s",
-		 config_transport_name(pc->transport == RP_TRANSPORT_AUTO ? m->transport
-									  : pc->transport));
-	snprintf(rec->state, sizeof(rec->state), "down");
-	rec->since_ms = (int64_t)m->started * 1000;
-	rec->rtt_us = -1;
+	if (ps->n == ps->cap)
+		return;
+	rec = &ps->v[ps->n++];
+	snprintf(rec->name, sizeof(rec->name), "%s", in->name);
+	snprintf(rec->address, sizeof(rec->address), "%s", in->address);
+	snprintf(rec->transport, sizeof(rec->transport), "%s", in->transport);
+	snprintf(rec->state, sizeof(rec->state), "%s", peer_state_name(in->state));
+	snprintf(rec->direction, sizeof(rec->direction), "%s", in->direction);
+	snprintf(rec->last_error, sizeof(rec->last_error), "%s", in->last_error);
+	rec->since_ms = (int64_t)in->state_since_ms;
+	rec->rtt_us = in->rtt_us;
+	rec->incarnation = in->incarnation;
+	rec->tx_bytes = in->bytes_out;
+	rec->rx_bytes = in->bytes_in;
+	rec->tx_ops = in->ops_out;
+	rec->rx_ops = in->ops_in;
+	rec->errors = in->errors;
+	rec->reconnects = in->reconnects;
+}
+
+static void count_peer(const struct peer_info *in, void *ctx)
+{
+	(*(size_t *)ctx)++;
+}
+
+int admin_peers_snapshot(struct manager *m, struct peer_snap *ps)
+{
+	size_t n = 0;
+
+	peers_foreach(m, count_peer, &n);
+	ps->v = calloc(n ? n : 1, sizeof(*ps->v));
+	if (!ps->v)
+		return -ENOMEM;
+	ps->n = 0;
+	ps->cap = n;
+	peers_foreach(m, copy_peer, ps);
+	return 0;
 }
 
 void admin_peer_counts(const struct manager *m, unsigned *ret_up, unsigned *ret_total)
 {
-	*ret_up = 0;
+	*ret_up = peers_up(m);
 	*ret_total = m->cfg ? (unsigned)m->cfg->n_peers : 0;
 }
 
 static int handle_peers(struct session *s, const struct rp_hdr *h,
 			const struct rp_admin_page_req *req)
 {
-	const struct manager *m = s->owner->m;
+	struct peer_snap ps;
 	struct page p;
 	size_t i;
+	int r;
 
+	r = admin_peers_snapshot(s->owner->m, &ps);
+	if (r < 0)
+		return reply_text(s, h, r, "out of memory");
 	page_init(&p, sizeof(struct rp_admin_peer));
-	p.hdr->total = (uint32_t)m->cfg->n_peers;
-	for (i = req->cursor ? req->cursor - 1 : 0; i < m->cfg->n_peers; i++) {
+	p.hdr->total = (uint32_t)ps.n;
+	for (i = req->cursor ? req->cursor - 1 : 0; i < ps.n; i++) {
 		struct rp_admin_peer *rec = page_add(&p, i + 1);
 
 		if (!rec)
 			break;
-		admin_peer_fill(m, i, rec);
+		*rec = ps.v[i];
 	}
+	free(ps.v);
 	return page_send(s, h, &p);
 }
 
@@ -436,23 +474,51 @@ static int handle_metrics(struct session *s, const struct rp_hdr *h,
 	return session_reply(s, h, 0, buf, sizeof(*pg) + n, NULL, 0);
 }
 
+/* The peer layer answered the session's pending ping. */
+static void ping_done(void *ctx, int status, uint64_t rtt_us)
+{
+	struct admin_session *a = ctx;
+	struct rp_admin_ping_reply rep = {.seq = a->ping_seq, .rtt_us = rtt_us};
+
+	a->ping_pending = false;
+	if (status < 0)
+		reply_text(a->s, &a->ping_hdr, status, "peer %s: %s", a->ping_peer,
+			   status == -ETIMEDOUT ? "no answer within 5 s" : rp_strerror(status));
+	else
+		session_reply(a->s, &a->ping_hdr, 0, &rep, sizeof(rep), NULL, 0);
+}
+
 static int handle_ping(struct session *s, const struct rp_hdr *h,
 		       const struct rp_admin_ping_req *req)
 {
-	const struct manager *m = s->owner->m;
-	struct rp_admin_ping_reply rep = { .seq = req->seq };
+	struct manager *m = s->owner->m;
+	struct rp_admin_ping_reply rep = {.seq = req->seq};
+	struct admin_session *a = session_admin(s);
+	int r;
 
 	if (req->flags || !name_valid(req->peer, sizeof(req->peer)))
 		return reply_text(s, h, -EINVAL, "invalid peer name");
-	if (strcmp(req->peer, m->cfg->node_name)) {
-		if (!config_peer(m->cfg, req->peer))
-			return reply_text(s, h, -RP_EPEERUNKNOWN,
-					  "%s is neither this node (%s) nor a configured peer",
-					  req->peer, m->cfg->node_name);
-		return reply_text(s, h, -RP_EPEERDOWN, "peer %s is not connected", req->peer);
-	}
-	/* This node: answered here, no peer channel crossed (rtt_ns 0). */
-	return session_reply(s, h, 0, &rep, sizeof(rep), NULL, 0);
+	/* This node: answered here, no peer channel crossed (rtt_us 0). */
+	if (!strcmp(req->peer, m->cfg->node_name))
+		return session_reply(s, h, 0, &rep, sizeof(rep), NULL, 0);
+	if (!a)
+		return reply_text(s, h, -ENOMEM, "out of memory");
+	if (a->ping_pending)
+		return reply_text(s, h, -EBUSY, "a ping of this client is still in flight");
+	r = peer_ping(m, req->peer, ping_done, a);
+	if (r == -RP_EPEERUNKNOWN)
+		return reply_text(s, h, r, "%s is neither this node (%s) nor a configured peer",
+				  req->peer, m->cfg->node_name);
+	if (r == -RP_EPEERDOWN)
+		return reply_text(s, h, r, "peer %s is not connected", req->peer);
+	if (r < 0)
+		return reply_text(s, h, r, "peer %s: %s", req->peer, rp_strerror(r));
+	a->s = s;
+	a->ping_pending = true;
+	a->ping_hdr = *h;
+	a->ping_seq = req->seq;
+	snprintf(a->ping_peer, sizeof(a->ping_peer), "%s", req->peer);
+	return 0;
 }
 
 static const char *group_name(gid_t gid, char *buf, size_t len)
@@ -493,7 +559,7 @@ static int refuse(struct session *s, const struct rp_hdr *h, const char *what)
 
 static int handle_reload(struct session *s, const struct rp_hdr *h)
 {
-	struct rp_admin_text t = { 0 };
+	struct rp_admin_text t = {0};
 	int r;
 
 	if (!is_admin(s))

@@ -19,10 +19,10 @@ struct rp_admin_peer;
 
 /* Error classes for rdmaproxy_errors_total{kind=...}. */
 enum admin_err_kind {
-	ADMIN_ERR_LOCAL,     /* bad handle, bounds, invalid argument */
-	ADMIN_ERR_REMOTE,    /* refused by the exporting side */
-	ADMIN_ERR_PEER,	     /* peer unknown or down, outcome unknown */
-	ADMIN_ERR_LIMIT,     /* a per-user limit */
+	ADMIN_ERR_LOCAL, /* bad handle, bounds, invalid argument */
+	ADMIN_ERR_REMOTE, /* refused by the exporting side */
+	ADMIN_ERR_PEER, /* peer unknown or down, outcome unknown */
+	ADMIN_ERR_LIMIT, /* a per-user limit */
 	ADMIN_ERR_CANCELLED, /* cancelled (unbind, shutdown) */
 	ADMIN_ERR_OTHER,
 	ADMIN_ERR_KINDS
@@ -59,8 +59,12 @@ const char *admin_err_kind_name(enum admin_err_kind k);
 
 /* Peers for status: how many are configured and how many are up. */
 void admin_peer_counts(const struct manager *m, unsigned *ret_up, unsigned *ret_total);
-/* The record of configured peer number @i (< total). */
-void admin_peer_fill(const struct manager *m, size_t i, struct rp_admin_peer *rec);
+/* Every peer's record, as the peer layer reports them (free ->v). */
+struct peer_snap {
+	struct rp_admin_peer *v;
+	size_t n, cap;
+};
+int admin_peers_snapshot(struct manager *m, struct peer_snap *ret);
 
 /* admin_metrics.c: the Prometheus text exposition, malloc'ed, in *ret. */
 int admin_metrics_text(struct manager *m, char **ret, size_t *ret_len);

@@ -128,10 +128,10 @@ static void per_user(struct text *t, const struct manager *m)
 	static const struct {
 		const char *name, *help;
 	} fams[] = {
-		{ "rdmaproxy_user_connections", "Client connections per uid." },
-		{ "rdmaproxy_user_regions", "Registered regions per uid." },
-		{ "rdmaproxy_user_registered_bytes", "Registered bytes per uid." },
-		{ "rdmaproxy_user_inflight_operations", "Operations in flight per uid." },
+		{"rdmaproxy_user_connections", "Client connections per uid."},
+		{"rdmaproxy_user_regions", "Registered regions per uid."},
+		{"rdmaproxy_user_registered_bytes", "Registered bytes per uid."},
+		{"rdmaproxy_user_inflight_operations", "Operations in flight per uid."},
 	};
 	const struct uid_acct *a, *first = m->clients ? m->clients->accts : NULL;
 	size_t i;
@@ -141,7 +141,7 @@ static void per_user(struct text *t, const struct manager *m)
 	for (i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
 		family(t, fams[i].name, "gauge", fams[i].help);
 		for (a = first; a; a = a->next) {
-			unsigned long long v = i == 0   ? a->conns
+			unsigned long long v = i == 0	? a->conns
 					       : i == 1 ? a->regions
 					       : i == 2 ? a->bytes
 							: a->inflight;
@@ -153,7 +153,7 @@ static void per_user(struct text *t, const struct manager *m)
 
 static void operations(struct text *t)
 {
-	static const char *const ops[ADMIN_OPS] = { NULL, "write", "read", "send", "recv", "notify" };
+	static const char *const ops[ADMIN_OPS] = {NULL, "write", "read", "send", "recv", "notify"};
 	unsigned i;
 
 	family(t, "rdmaproxy_operations_total", "counter",
@@ -183,8 +183,8 @@ static void operations(struct text *t)
 }
 
 /* One per-peer family: @emit prints a peer's samples. */
-static void peer_family(struct text *t, const struct rp_admin_peer *v, size_t n,
-			const char *name, const char *type, const char *help,
+static void peer_family(struct text *t, const struct rp_admin_peer *v, size_t n, const char *name,
+			const char *type, const char *help,
 			void (*emit)(struct text *t, const char *name, const char *peer,
 				     const struct rp_admin_peer *p))
 {
@@ -214,8 +214,10 @@ static void emit_bytes(struct text *t, const char *name, const char *peer,
 static void emit_ops(struct text *t, const char *name, const char *peer,
 		     const struct rp_admin_peer *p)
 {
-	put(t, "%s{peer=\"%s\",direction=\"tx\"} %llu\n", name, peer, (unsigned long long)p->tx_ops);
-	put(t, "%s{peer=\"%s\",direction=\"rx\"} %llu\n", name, peer, (unsigned long long)p->rx_ops);
+	put(t, "%s{peer=\"%s\",direction=\"tx\"} %llu\n", name, peer,
+	    (unsigned long long)p->tx_ops);
+	put(t, "%s{peer=\"%s\",direction=\"rx\"} %llu\n", name, peer,
+	    (unsigned long long)p->rx_ops);
 }
 
 static void emit_errors(struct text *t, const char *name, const char *peer,
@@ -237,41 +239,40 @@ static void emit_rtt(struct text *t, const char *name, const char *peer,
 		put(t, "%s{peer=\"%s\"} %.6f\n", name, peer, (double)p->rtt_us / 1e6);
 }
 
-static void peers(struct text *t, const struct manager *m)
+static void peers(struct text *t, struct manager *m)
 {
-	struct rp_admin_peer *v;
-	unsigned up, total, i;
+	struct peer_snap ps;
+	unsigned up, total;
 
 	admin_peer_counts(m, &up, &total);
 	gauge1(t, "rdmaproxy_peers", "Configured peers.", total);
 	gauge1(t, "rdmaproxy_peers_up", "Configured peers with an established channel.", up);
-	if (!total)
-		return;
-	v = calloc(total, sizeof(*v));
-	if (!v) {
+	if (admin_peers_snapshot(m, &ps) < 0) {
 		t->err = -ENOMEM;
 		return;
 	}
-	for (i = 0; i < total; i++)
-		admin_peer_fill(m, i, &v[i]);
-	peer_family(t, v, total, "rdmaproxy_peer_up", "gauge",
-		    "1 if the channel to the peer is established, else 0.", emit_up);
-	peer_family(t, v, total, "rdmaproxy_peer_bytes_total", "counter",
-		    "Bytes moved over the peer channel, by direction.", emit_bytes);
-	peer_family(t, v, total, "rdmaproxy_peer_operations_total", "counter",
-		    "Operations carried over the peer channel, by direction.", emit_ops);
-	peer_family(t, v, total, "rdmaproxy_peer_errors_total", "counter",
-		    "Errors on the peer channel.", emit_errors);
-	peer_family(t, v, total, "rdmaproxy_peer_reconnects_total", "counter",
-		    "Times the channel to the peer was re-established.", emit_reconnects);
-	peer_family(t, v, total, "rdmaproxy_peer_rtt_seconds", "gauge",
-		    "Last keepalive round trip to the peer (absent: not measured).", emit_rtt);
-	free(v);
+	if (ps.n) {
+		peer_family(t, ps.v, ps.n, "rdmaproxy_peer_up", "gauge",
+			    "1 if the channel to the peer is established, else 0.", emit_up);
+		peer_family(t, ps.v, ps.n, "rdmaproxy_peer_bytes_total", "counter",
+			    "Payload bytes moved over the peer channel, by direction.", emit_bytes);
+		peer_family(t, ps.v, ps.n, "rdmaproxy_peer_operations_total", "counter",
+			    "Operations carried over the peer channel, by direction.", emit_ops);
+		peer_family(t, ps.v, ps.n, "rdmaproxy_peer_errors_total", "counter",
+			    "Operations on the peer channel reported with an error.", emit_errors);
+		peer_family(t, ps.v, ps.n, "rdmaproxy_peer_reconnects_total", "counter",
+			    "Times the channel to the peer came up again after the first.",
+			    emit_reconnects);
+		peer_family(t, ps.v, ps.n, "rdmaproxy_peer_rtt_seconds", "gauge",
+			    "Last keepalive round trip to the peer (absent: not measured).",
+			    emit_rtt);
+	}
+	free(ps.v);
 }
 
 int admin_metrics_text(struct manager *m, char **ret, size_t *ret_len)
 {
-	struct text t = { .size = 16384 };
+	struct text t = {.size = 16384};
 
 	t.buf = malloc(t.size);
 	if (!t.buf)

@@ -204,4 +204,82 @@ ok $? "the daemon stops cleanly"
 "$CTL" status 2>/dev/null
 [ $? -eq 2 ]
 ok $? "after it stopped: exit 2"
+
+# --- peers up: two daemons on loopback (tcp), plus a peer that never answers ------
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+P1=$(free_port)
+P2=$(free_port)
+printf 'shared-secret-key-for-ctl-tests-01\n' >"$T_DIR/n.key"
+chmod 600 "$T_DIR/n.key"
+pconf() { # pconf NODE PORT PEER PEERPORT [extra lines]
+	{
+		printf '[daemon]\nnode_name = %s\nsocket = %s\ntransport = tcp\n' "$1" "$T_DIR/$1.sock"
+		printf 'listen = 127.0.0.1:%s\nlog_level = debug\n' "$2"
+		printf '[peer "%s"]\naddress = 127.0.0.1:%s\nkey_file = %s\n' "$3" "$4" "$T_DIR/n.key"
+		printf '%s\n' "${@:5}"
+	} >"$T_DIR/$1.conf"
+}
+pconf n1 "$P1" n2 "$P2" '[peer "ghost"]' 'address = 127.0.0.1:9' "key_file = $T_DIR/n.key"
+pconf n2 "$P2" n1 "$P1"
+"$HELPERS/notify-listen" "$T_DIR/notify1.sock" >"$T_DIR/notify1.log" &
+T_PIDS+=($!)
+wait_for 5 test -S "$T_DIR/notify1.sock"
+NOTIFY_SOCKET="$T_DIR/notify1.sock" start_daemon "$T_DIR/n1.log" -c "$T_DIR/n1.conf"
+N1=$T_LAST_PID
+start_daemon "$T_DIR/n2.log" -c "$T_DIR/n2.conf"
+N2=$T_LAST_PID
+export RDMAPROXY_SOCKET="$T_DIR/n1.sock"
+peer_is() { "$CTL" --json peers | jq -e ".peers[] | select(.name == \"$1\") | $2" >/dev/null; }
+wait_for 20 peer_is n2 '.state == "up"'
+ok $? "n1 sees n2 up"
+wait_for 10 peer_is ghost '.last_error != null'
+ok $? "n1 has a failure reason for ghost"
+"$CTL" peers >"$T_DIR/peers2.txt"
+[ $? -eq 0 ] && fits100 "$T_DIR/peers2.txt" && grep -Eq "^n2 +127\.0\.0\.1:$P2 +tcp +up " "$T_DIR/peers2.txt" &&
+	grep -Eq '^ghost +127\.0\.0\.1:9 +tcp +[a-z]+ ' "$T_DIR/peers2.txt" &&
+	! grep -Eq '^ghost .* up ' "$T_DIR/peers2.txt" && grep -q '^ghost: last failure: ' "$T_DIR/peers2.txt"
+ok $? "peers: one up, one down with its last failure, in 100 columns"
+diag "$T_DIR/peers2.txt"
+"$CTL" --json peers >"$T_DIR/peers2.json"
+json_ok <"$T_DIR/peers2.json" && jget '(.peers | length) == 2 and
+	(.peers[] | select(.name == "n2") | .state == "up" and .since > 0 and
+	 (.direction == "outbound" or .direction == "inbound")) and
+	(.peers[] | select(.name == "ghost") | .state != "up" and (.last_error | length) > 0)' \
+	<"$T_DIR/peers2.json"
+ok $? "peers --json: state, since, direction, last_error"
+"$CTL" status | grep -q '^peers  *1/2 up$' && "$CTL" --json status | jget '.totals.peers_up == 1'
+ok $? "status: 1/2 peers up"
+wait_for 5 grep -q 'STATUS=tcp transport, 1/2 peers up, ' "$T_DIR/notify1.log"
+ok $? "STATUS= says 1/2 peers up"
+"$CTL" ping -c 3 -i 0 n2 >"$T_DIR/ping2.txt"
+[ $? -eq 0 ] && grep -q '^3 sent, 3 received, 0% loss' "$T_DIR/ping2.txt" &&
+	grep -q 'reply from n2: seq=1 time=.* ms (peer channel' "$T_DIR/ping2.txt"
+ok $? "ping n2 through the peer channel"
+diag "$T_DIR/ping2.txt"
+"$CTL" --json ping -c 2 -i 0 n2 | jget '.received == 2 and .replies[0].error == null'
+ok $? "ping --json n2"
+"$CTL" ping -c 1 ghost >/dev/null 2>&1
+[ $? -eq 1 ]
+ok $? "ping ghost (down): exit 1"
+"$CTL" metrics >"$T_DIR/metrics2.txt" && grep -q '^rdmaproxy_peer_up{peer="n2"} 1$' "$T_DIR/metrics2.txt" &&
+	grep -q '^rdmaproxy_peer_up{peer="ghost"} 0$' "$T_DIR/metrics2.txt" &&
+	grep -q '^rdmaproxy_peers_up 1$' "$T_DIR/metrics2.txt"
+ok $? "metrics: peer_up 1 and 0"
+if command -v promtool >/dev/null 2>&1; then
+	promtool check metrics <"$T_DIR/metrics2.txt" >"$T_DIR/promtool2.out" 2>&1
+	ok $? "promtool accepts the metrics with peers up and down"
+	diag "$T_DIR/promtool2.out"
+else
+	echo "ok $((T_N += 1)) # SKIP promtool is not installed"
+fi
+stop_daemon "$N2"
+wait_for 15 peer_is n2 '.state != "up" and .last_error != null'
+ok $? "n2 stopped: n1 reports it not up, with a reason"
+"$CTL" ping -c 1 n2 >/dev/null 2>&1
+[ $? -eq 1 ]
+ok $? "ping n2 after it stopped: exit 1"
+stop_daemon "$N1"
+ok $? "n1 stops cleanly"
 t_done
