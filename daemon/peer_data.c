@@ -245,8 +245,11 @@ static void pop_report(struct pop *o, int status)
 	};
 
 	if (pr) {
+		/* Payload direction: a READ's bytes come in, a WRITE's or SEND's go out. */
 		if (status)
 			pr->errors++;
+		else if (o->op.kind == PEER_OP_READ)
+			pr->bytes_in += o->op.len;
 		else
 			pr->bytes_out += o->op.len;
 	}
@@ -562,7 +565,10 @@ int peer_x_rx_end(struct peer_link *l, struct peer_rx *rx, int status)
 	}
 	if (tok->t)
 		session_put(tok->t);
-	if (l->peer && !status)
+	/* Serving a READ sends the payload out; WRITE and SEND bring it in. */
+	if (l->peer && !status && rx->kind == PEER_RX_READ)
+		l->peer->bytes_out += rx->len;
+	else if (l->peer && !status)
 		l->peer->bytes_in += rx->len;
 	free(tok);
 	rx->token = NULL;

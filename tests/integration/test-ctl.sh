@@ -260,6 +260,15 @@ ok $? "ping n2 through the peer channel"
 diag "$T_DIR/ping2.txt"
 "$CTL" --json ping -c 2 -i 0 n2 | jget '.received == 2 and .replies[0].error == null'
 ok $? "ping --json n2"
+# rp-demo writes 4 MiB to n2, reads 4 MiB back and sends 39 bytes: payload
+# direction, not who started the op, decides bytes_out and bytes_in.
+"$top_builddir/examples/rp-demo" "$T_DIR/n1.sock" n2 "$T_DIR/n2.sock" >"$T_DIR/demo.out" 2>&1 &&
+	"$CTL" --json peers | jget '.peers[] | select(.name == "n2") |
+		.bytes_out == 4194304 + 39 and .bytes_in == 4194304'
+ok $? "peers: a remote write and send count as bytes out, a remote read as bytes in"
+RDMAPROXY_SOCKET="$T_DIR/n2.sock" "$CTL" --json peers | jget '.peers[] | select(.name == "n1") |
+	.bytes_in == 4194304 + 39 and .bytes_out == 4194304'
+ok $? "and the other way round on the serving daemon"
 "$CTL" ping -c 1 ghost >/dev/null 2>&1
 [ $? -eq 1 ]
 ok $? "ping ghost (down): exit 1"
