@@ -21,6 +21,13 @@
 
 /* Up to this many fds are received per packet so that extra ones can be closed. */
 #define MAX_RECV_FDS 8
+/*
+ * After a session's submission ring runs empty the daemon keeps polling it
+ * this long before arming its doorbell: a client that submits again within
+ * that time (a ping-pong, a pipeline) costs neither side a system call or a
+ * wake-up (an eventfd round trip is 94-187 us in the test guest).
+ */
+#define SQ_SPIN_NS 100000
 
 struct conn {
 	struct session s; /* first: conn and session addresses coincide */
@@ -29,14 +36,104 @@ struct conn {
 	bool sq_started;
 	bool closing;
 	unsigned open_handles;
+	struct conn *hot_prev, *hot_next; /* in the spinner's list while polled */
+	uint64_t hot_until;
+	bool hot;
 };
+
+/* Sessions whose rings are polled from the loop's idle phase. */
+struct spinner {
+	uv_idle_t idle;
+	struct conn *hot;
+};
+
+static void hot_unlink(struct spinner *sp, struct conn *k)
+{
+	if (!k->hot)
+		return;
+	if (k->hot_prev)
+		k->hot_prev->hot_next = k->hot_next;
+	else
+		sp->hot = k->hot_next;
+	if (k->hot_next)
+		k->hot_next->hot_prev = k->hot_prev;
+	k->hot = false;
+	k->hot_prev = k->hot_next = NULL;
+	if (!sp->hot)
+		uv_idle_stop(&sp->idle);
+}
+
+static void conn_close(struct conn *k, const char *why);
+
+/* Poll one hot session. false: it left the list. */
+static bool spin_one(struct spinner *sp, struct conn *k, uint64_t now)
+{
+	int r = 1;
+
+	if (xfer_pending(&k->s)) {
+		r = xfer_run(&k->s, false, true);
+		k->hot_until = now + SQ_SPIN_NS;
+	} else if (now >= k->hot_until && !xfer_arm(&k->s)) {
+		r = xfer_run(&k->s, false, false);
+	} else if (now >= k->hot_until) {
+		r = 0;
+	}
+	if (r == 1)
+		return true;
+	hot_unlink(sp, k);
+	if (r < 0)
+		conn_close(k, r == -EPROTO ? "corrupt submission ring" : strerror(-r));
+	return false;
+}
+
+static void on_spin(uv_idle_t *h)
+{
+	struct spinner *sp = h->data;
+	uint64_t now = uv_hrtime();
+	struct conn *k = sp->hot, *next;
+
+	for (; k; k = next) {
+		next = k->hot_next;
+		spin_one(sp, k, now);
+	}
+}
+
+static void make_hot(struct clients *c, struct conn *k)
+{
+	struct spinner *sp = c->glue;
+
+	k->hot_until = uv_hrtime() + SQ_SPIN_NS;
+	if (k->hot)
+		return;
+	k->hot = true;
+	k->hot_prev = NULL;
+	k->hot_next = sp->hot;
+	if (sp->hot)
+		sp->hot->hot_prev = k;
+	else
+		uv_idle_start(&sp->idle, on_spin);
+	sp->hot = k;
+}
 
 int clients_new(struct manager *m, struct clients **ret)
 {
 	struct clients *c = calloc(1, sizeof(*c));
+	struct spinner *sp = calloc(1, sizeof(*sp));
+	int r;
 
-	if (!c)
+	if (!c || !sp) {
+		free(c);
+		free(sp);
 		return -ENOMEM;
+	}
+	r = uv_idle_init(&m->loop, &sp->idle);
+	if (r < 0) {
+		free(c);
+		free(sp);
+		return r;
+	}
+	sp->idle.data = sp;
+	c->glue = sp;
 	c->m = m;
 	c->next_id = 1;
 	*ret = c;
@@ -92,6 +189,8 @@ static void conn_close(struct conn *k, const char *why)
 	if (k->closing)
 		return;
 	k->closing = true;
+	/* Unlinked now: the conn may be freed before the spinner runs again. */
+	hot_unlink(s->owner->glue, k);
 	/* Everything the client held goes now; the handles close asynchronously. */
 	session_release(s);
 	if (why)
@@ -109,8 +208,10 @@ static void on_sq(uv_poll_t *p, int status, int events)
 
 	if (k->closing)
 		return;
-	r = status < 0 ? status : xfer_run(&k->s);
-	if (r < 0)
+	r = status < 0 ? status : xfer_run(&k->s, true, true);
+	if (r == 1)
+		make_hot(k->s.owner, k);
+	else if (r < 0)
 		conn_close(k, r == -EPROTO ? "corrupt submission ring" : strerror(-r));
 }
 
@@ -279,16 +380,24 @@ void clients_accept(struct clients *c, int fd)
 
 void clients_shutdown(struct clients *c)
 {
+	struct spinner *sp;
 	struct session *s;
 
 	if (!c)
 		return;
 	for (s = c->head; s; s = s->next)
 		conn_close((struct conn *)s, NULL);
+	sp = c->glue;
+	if (!uv_is_closing((uv_handle_t *)&sp->idle))
+		uv_close((uv_handle_t *)&sp->idle, NULL);
 }
 
+/* After the loop has run the close callbacks. */
 struct clients *clients_free(struct clients *c)
 {
+	if (!c)
+		return NULL;
+	free(c->glue);
 	free(c);
 	return NULL;
 }

@@ -122,6 +122,7 @@ struct clients {
 	struct endpoint *endpoints;
 	size_t n_regions; /* live mappings, for status */
 	uint64_t bytes;
+	void *glue; /* clients.c: loop-side state (the submission spinner) */
 };
 
 /* session.c: the control protocol. */
@@ -170,8 +171,17 @@ struct endpoint *endpoint_find(struct clients *c, const char *name);
 /* xfer.c: the rings and operations. */
 int rings_new(struct rings *r);
 void rings_free(struct rings *r);
-/* Drain and execute submissions. 0, or -EPROTO: the client corrupted its ring. */
-int xfer_run(struct session *s);
+/*
+ * Drain and execute submissions (@doorbell: woken by the client's eventfd,
+ * which is drained). When the ring runs empty: with @spin, return 1 and
+ * leave the doorbell unarmed (the caller keeps polling with xfer_pending());
+ * otherwise arm it and return 0. -EPROTO: the client corrupted its ring.
+ */
+int xfer_run(struct session *s, bool doorbell, bool spin);
+/* A submission is waiting (a cheap shared-memory read). */
+bool xfer_pending(struct session *s);
+/* Arm the doorbell before sleeping; false if a submission raced in (run again). */
+bool xfer_arm(struct session *s);
 /* Post one completion using a reserved slot; rings the doorbell if asked. */
 void xfer_complete(struct session *s, const struct rp_cqe *cqe);
 /* Reserve a completion slot at @s: 0 or -ENOSPC (or -EPROTO on a corrupt ring). */

@@ -519,7 +519,27 @@ static int drain(struct session *s, unsigned *budget)
 	return r->sq_head != prod || !*budget ? 2 : 0;
 }
 
-int xfer_run(struct session *s)
+bool xfer_pending(struct session *s)
+{
+	struct rings *r = &s->rings;
+
+	return !s->dead && r->base && rp_ring_load(&r->v.sq->producer) != r->sq_head;
+}
+
+bool xfer_arm(struct session *s)
+{
+	struct rings *r = &s->rings;
+
+	if (s->dead || !r->base)
+		return true;
+	rp_ring_arm(r->v.sq, RP_RING_NEED_WAKEUP);
+	if (rp_ring_load(&r->v.sq->producer) == r->sq_head)
+		return true;
+	rp_ring_take_wakeup(r->v.sq, RP_RING_NEED_WAKEUP);
+	return false;
+}
+
+int xfer_run(struct session *s, bool doorbell, bool spin)
 {
 	struct rings *r = &s->rings;
 	unsigned budget = XFER_BATCH;
@@ -528,7 +548,7 @@ int xfer_run(struct session *s)
 
 	if (s->dead || !r->base)
 		return 0;
-	if (read(r->sq_efd, &v, sizeof(v)) < 0) {
+	if (doorbell && read(r->sq_efd, &v, sizeof(v)) < 0) {
 		/* EAGAIN: woken by the loop, not the client. */
 	}
 	for (;;) {
@@ -547,9 +567,10 @@ int xfer_run(struct session *s)
 		}
 		if (rc == 2)
 			continue;
-		rp_ring_arm(r->v.sq, RP_RING_NEED_WAKEUP);
-		if (rp_ring_load(&r->v.sq->producer) == r->sq_head)
+		/* Empty: the caller polls a while longer, or the client must ring. */
+		if (spin)
+			return 1;
+		if (xfer_arm(s))
 			return 0;
-		rp_ring_take_wakeup(r->v.sq, RP_RING_NEED_WAKEUP);
 	}
 }
