@@ -28,6 +28,18 @@
  * wake-up (an eventfd round trip is 94-187 us in the test guest).
  */
 #define SQ_SPIN_NS 100000
+/* Control packets taken from one client per wake-up, so none can hog the loop. */
+#define CTRL_BUDGET 32
+/*
+ * Connections that have not said HELLO yet are not counted against any
+ * user's limits, so they get their own: a few per uid, a ceiling overall,
+ * and a deadline. Otherwise one local user could hold every fd the daemon
+ * has by connecting and saying nothing.
+ */
+#define PREHELLO_PER_UID 8
+#define PREHELLO_MAX 256
+#define HELLO_DEADLINE_NS 5000000000ull
+#define HELLO_SWEEP_MS 1000
 
 struct conn {
 	struct session s; /* first: conn and session addresses coincide */
@@ -39,12 +51,15 @@ struct conn {
 	struct conn *hot_prev, *hot_next; /* in the spinner's list while polled */
 	uint64_t hot_until;
 	bool hot;
+	uint64_t accepted_at; /* uv_hrtime() at accept, for the HELLO deadline */
 };
 
 /* Sessions whose rings are polled from the loop's idle phase. */
 struct spinner {
 	uv_idle_t idle;
 	struct conn *hot;
+	uv_timer_t hello_sweep; /* runs while some connection has not said HELLO */
+	uint64_t refused;	/* connections refused by the pre-HELLO caps, for the log */
 };
 
 static void hot_unlink(struct spinner *sp, struct conn *k)
@@ -127,12 +142,15 @@ int clients_new(struct manager *m, struct clients **ret)
 		return -ENOMEM;
 	}
 	r = uv_idle_init(&m->loop, &sp->idle);
+	if (r == 0)
+		r = uv_timer_init(&m->loop, &sp->hello_sweep);
 	if (r < 0) {
 		free(c);
 		free(sp);
 		return r;
 	}
 	sp->idle.data = sp;
+	sp->hello_sweep.data = c;
 	c->glue = sp;
 	c->m = m;
 	c->next_id = 1;
@@ -281,7 +299,8 @@ static int read_packet(struct session *s, char *buf, size_t len, int *fds, int *
 	n = recvmsg(s->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
-	*nfds = n > 0 || mh.msg_controllen ? take_fds(&mh, fds, MAX_RECV_FDS) : 0;
+	/* On error the kernel leaves msg_controllen as it was: nothing was received. */
+	*nfds = n >= 0 ? take_fds(&mh, fds, MAX_RECV_FDS) : 0;
 	if (n <= 0) {
 		close_fds(fds, *nfds);
 		*why = n == 0 ? "hang-up" : strerror(errno);
@@ -322,13 +341,15 @@ static void on_readable(uv_poll_t *p, int status, int events)
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
 	int fds[MAX_RECV_FDS];
 	const char *why = NULL;
-	int n, nfds = 0;
+	int n, nfds = 0, budget = CTRL_BUDGET;
 
 	if (status < 0) {
 		conn_close(k, uv_strerror(status));
 		return;
 	}
-	while (!k->closing && (n = read_packet(&k->s, buf, sizeof(buf), fds, &nfds, &why)) != 0) {
+	/* The poll is level-triggered: what is left is read on the next turn. */
+	while (!k->closing && budget-- > 0 &&
+	       (n = read_packet(&k->s, buf, sizeof(buf), fds, &nfds, &why)) != 0) {
 		if (n < 0) {
 			conn_close(k, why);
 			return;
@@ -352,11 +373,66 @@ static void read_comm(pid_t pid, char *buf, size_t len)
 	fclose(f);
 }
 
+static void on_hello_sweep(uv_timer_t *t)
+{
+	struct clients *c = t->data;
+	uint64_t now = uv_hrtime();
+	struct session *s, *next;
+	unsigned waiting = 0;
+
+	for (s = c->head; s; s = next) {
+		struct conn *k = (struct conn *)s;
+
+		next = s->next;
+		if (s->version || k->closing)
+			continue;
+		if (now - k->accepted_at >= HELLO_DEADLINE_NS)
+			conn_close(k, "no HELLO within 5 s");
+		else
+			waiting++;
+	}
+	if (!waiting)
+		uv_timer_stop(t);
+}
+
+/* May a connection from @uid wait for its HELLO? Counts the ones already waiting. */
+static bool prehello_room(struct clients *c, uid_t uid)
+{
+	unsigned all = 0, mine = 0;
+	struct session *s;
+
+	for (s = c->head; s; s = s->next) {
+		if (s->version || ((struct conn *)s)->closing)
+			continue;
+		all++;
+		mine += s->cred.uid == uid;
+	}
+	return all < PREHELLO_MAX && mine < PREHELLO_PER_UID;
+}
+
+static void refuse_prehello(struct clients *c, struct conn *k)
+{
+	struct spinner *sp = c->glue;
+
+	/* One line per burst, not one per connection. */
+	if (sp->refused++ % 1000 == 0)
+		log_warn("refusing connections from uid %d (pid %d): too many connections "
+			 "waiting to say HELLO (%llu refused so far)",
+			 (int)k->s.cred.uid, (int)k->s.cred.pid, (unsigned long long)sp->refused);
+	close(k->s.fd);
+	free(k);
+}
+
 void clients_accept(struct clients *c, int fd)
 {
 	struct conn *k = calloc(1, sizeof(*k));
+	struct spinner *sp = c->glue;
 	int r = k ? session_init(c, &k->s, fd) : -ENOMEM;
 
+	if (r == 0 && !prehello_room(c, k->s.cred.uid)) {
+		refuse_prehello(c, k);
+		return;
+	}
 	if (r == 0)
 		r = uv_poll_init(&c->m->loop, &k->poll, fd);
 	if (r < 0) {
@@ -367,6 +443,9 @@ void clients_accept(struct clients *c, int fd)
 	}
 	k->poll.data = k;
 	k->open_handles = 1;
+	k->accepted_at = uv_hrtime();
+	if (!uv_is_active((uv_handle_t *)&sp->hello_sweep))
+		uv_timer_start(&sp->hello_sweep, on_hello_sweep, HELLO_SWEEP_MS, HELLO_SWEEP_MS);
 	read_comm(k->s.cred.pid, k->s.comm, sizeof(k->s.comm));
 	k->s.next = c->head;
 	if (c->head)
@@ -390,6 +469,8 @@ void clients_shutdown(struct clients *c)
 	sp = c->glue;
 	if (!uv_is_closing((uv_handle_t *)&sp->idle))
 		uv_close((uv_handle_t *)&sp->idle, NULL);
+	if (!uv_is_closing((uv_handle_t *)&sp->hello_sweep))
+		uv_close((uv_handle_t *)&sp->hello_sweep, NULL);
 }
 
 /* After the loop has run the close callbacks. */

@@ -42,6 +42,17 @@ struct export *export_find(struct clients *c, const char *name)
 	return NULL;
 }
 
+/* Exports are bounded per uid (by max_regions): each costs memory and lookups. */
+unsigned exports_of_uid(const struct clients *c, uid_t uid)
+{
+	const struct export *e;
+	unsigned n = 0;
+
+	for (e = c->exports; e; e = e->next)
+		n += e->s && e->s->cred.uid == uid;
+	return n;
+}
+
 int export_add(struct clients *c, struct region *r, const char *name, uint32_t access)
 {
 	struct export *e;

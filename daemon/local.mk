@@ -18,6 +18,7 @@ daemon_rdmaproxyd_SOURCES = \
 	daemon/transport.h daemon/tcp_transport.c \
 	daemon/log.c daemon/log.h \
 	daemon/util.c daemon/util.h \
+	daemon/memguard.c daemon/memguard.h \
 	include/rp-proto.h include/rp-ring.h include/rdmaproxy.h
 daemon_rdmaproxyd_CFLAGS = $(AM_CFLAGS) $(UV_CFLAGS) $(IBVERBS_CFLAGS) $(RDMACM_CFLAGS) \
 	$(INIH_CFLAGS) $(SYSTEMD_CFLAGS) $(SODIUM_CFLAGS)

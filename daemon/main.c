@@ -13,6 +13,7 @@
 #include "config.h"
 #include "log.h"
 #include "manager.h"
+#include "memguard.h"
 
 struct options {
 	const char *config;
@@ -153,6 +154,11 @@ static int run(int argc, char **argv)
 	if (o.check)
 		return check_config(o.config);
 	log_init();
+	r = memguard_init();
+	if (r < 0) {
+		log_err("cannot install the SIGBUS handler: %s", strerror(-r));
+		return EXIT_FAILURE;
+	}
 	if (!o.foreground && !under_systemd()) {
 		r = detach(&ready_fd);
 		if (r < 0) {

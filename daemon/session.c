@@ -318,6 +318,8 @@ static int handle_export(struct session *s, const struct rp_hdr *h,
 		status = -RP_EBADHANDLE;
 	else if (!req->access || (req->access & ~all))
 		status = -EINVAL;
+	else if (exports_of_uid(s->owner, s->cred.uid) >= s->owner->m->cfg->max_regions)
+		status = -RP_ELIMIT_EXPORTS;
 	else
 		status = export_add(s->owner, r, req->name, req->access);
 	return session_reply(s, h, status, NULL, 0, NULL, 0);

@@ -162,6 +162,7 @@ int export_remove(struct clients *c, struct session *s, uint32_t region, const c
 /* Withdraw every export of @r (region freed or client gone). */
 void export_remove_region(struct clients *c, struct region *r);
 struct export *export_find(struct clients *c, const char *name);
+unsigned exports_of_uid(const struct clients *c, uid_t uid);
 void export_unref(struct export *e);
 int endpoint_bind(struct clients *c, struct session *s, const char *name, uint32_t *ret_id);
 /* @cancel: complete posted receives with -ECANCELED (unbind) or drop them (death). */

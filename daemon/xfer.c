@@ -23,6 +23,7 @@
 
 #include "admin.h"
 #include "manager.h"
+#include "memguard.h"
 #include "peer.h"
 #include "verbs_local.h"
 
@@ -153,9 +154,9 @@ static void op_done(struct session *s, const struct rp_sqe *q, int status, uint3
 	op_report(s, s->acct, q, status, len);
 }
 
-static int notify(struct export *e, const struct rp_sqe *q)
+/* Deliver a notification into the slot reserved before the write. */
+static void notify(struct export *e, const struct rp_sqe *q)
 {
-	struct session *t = e->region->s;
 	struct rp_cqe cqe = {
 		.offset = q->remote_offset,
 		.len = (uint32_t)q->len,
@@ -164,10 +165,7 @@ static int notify(struct export *e, const struct rp_sqe *q)
 		.region = (uint16_t)e->region->id,
 	};
 
-	if (!t || xfer_reserve(t) < 0)
-		return -RP_ENOTIFYSPACE;
-	xfer_complete(t, &cqe);
-	return 0;
+	xfer_complete(e->region->s, &cqe);
 }
 
 /* A verbs op between two local regions, from submission to the device's report. */
@@ -323,6 +321,7 @@ static int do_rw(struct session *s, const struct rp_sqe *q)
 	bool wr = q->opcode == RP_SQE_WRITE;
 	uint32_t need = wr ? RP_ACCESS_REMOTE_WRITE : RP_ACCESS_REMOTE_READ;
 	char *l, *rm;
+	int err;
 
 	if ((q->flags & ~(wr ? RP_NOTIFY : 0)) || q->len > UINT32_MAX)
 		return -EINVAL;
@@ -346,14 +345,18 @@ static int do_rw(struct session *s, const struct rp_sqe *q)
 		return post_verbs(s, lr, e, q);
 	l = (char *)lr->addr + q->offset;
 	rm = (char *)e->region->addr + q->remote_offset;
+	/* The notification's slot first: a failure report must mean nothing landed. */
+	if (wr && (q->flags & RP_NOTIFY) && (!e->region->s || xfer_reserve(e->region->s) < 0))
+		return -RP_ENOTIFYSPACE;
 	/* memmove: a client may target its own exported region. */
-	if (wr)
-		memmove(rm, l, q->len);
-	else
-		memmove(l, rm, q->len);
-	if (wr && (q->flags & RP_NOTIFY))
-		return notify(e, q);
-	return 0;
+	err = wr ? guarded_memmove(rm, l, q->len) : guarded_memmove(l, rm, q->len);
+	if (wr && (q->flags & RP_NOTIFY)) {
+		if (err == 0)
+			notify(e, q);
+		else
+			e->region->s->rings.cq_reserved--;
+	}
+	return err;
 }
 
 static int do_send(struct session *s, const struct rp_sqe *q)
@@ -388,7 +391,9 @@ static int do_send(struct session *s, const struct rp_sqe *q)
 		return -RP_ENORECV;
 	if (q->len > rb->len)
 		return -RP_ERECVSMALL;
-	memmove((char *)rb->region->addr + rb->off, (char *)lr->addr + q->offset, q->len);
+	if (guarded_memmove((char *)rb->region->addr + rb->off, (char *)lr->addr + q->offset,
+			    q->len) < 0)
+		return -EFAULT; /* the receive stays posted */
 	ep->head = rb->next;
 	t = ep->s;
 	{

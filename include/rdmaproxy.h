@@ -83,6 +83,7 @@ enum rp_error {
 	RP_EREMOTEBOUNDS,	    /* remote offset + length outside the export */
 	RP_EBADHANDLE,		    /* unknown region, remote or endpoint id */
 	RP_ESTALE,		    /* the peer restarted since this remote handle was opened */
+	RP_ELIMIT_EXPORTS,	    /* per-user limit on exports (max_regions) reached */
 	RP_EMAX
 };
 

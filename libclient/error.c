@@ -39,6 +39,8 @@ static const char *const rp_errors[RP_EMAX - RP_EBASE] = {
 	[RP_EBADHANDLE - RP_EBASE] = "unknown region, remote or endpoint handle",
 	[RP_ESTALE - RP_EBASE] = "stale remote handle: the peer daemon restarted since it was "
 				 "opened (open it again)",
+	[RP_ELIMIT_EXPORTS - RP_EBASE] = "per-user limit on exports reached (max_regions in "
+					 "rdmaproxy.conf bounds exports too)",
 };
 
 RP_EXPORT const char *rp_strerror(int err)

@@ -15,3 +15,4 @@ tests_helpers_verbs_local_check_SOURCES = tests/helpers/verbs-local-check.c \
 	daemon/verbs_local.c daemon/verbs_local.h daemon/rdma_dev.c daemon/rdma_dev.h
 tests_helpers_verbs_local_check_LDADD = $(IBVERBS_LIBS) $(RDMACM_LIBS)
 include tests/integration/perf.mk
+include tests/integration/hostile.mk

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Hostile and unlucky local clients, for test-hostile.sh. Each mode prints
+ * key=value lines and exits 0 when it ran to the end (the script judges).
+ * The socket comes from RDMAPROXY_SOCKET.
+ *
+ *   hostile hugebus          punch the huge page out of an exported hugetlb
+ *                            region, take every free huge page, then write
+ *                            into the region through the daemon
+ *   hostile hold N           open N connections, never say HELLO, print how
+ *                            many the daemon kept after a moment, hold until
+ *                            stdin closes
+ *   hostile exports N        export one region under N names
+ *   hostile notifyfull N     N notifying writes to an exporter that never
+ *                            reaps: none may be reported failed yet landed
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "rdmaproxy.h"
+
+#define HUGE (2u << 20)
+
+static struct rp_client *connect_or_die(void)
+{
+	struct rp_client *c;
+	int r = rp_connect(NULL, &c);
+
+	if (r < 0) {
+		printf("connect=%s\n", rp_strerror(r));
+		exit(1);
+	}
+	return c;
+}
+
+static int wait_one(struct rp_client *c, struct rp_completion *cp)
+{
+	int n = rp_wait(c, cp, 1, 10000);
+
+	return n == 1 ? 0 : -1;
+}
+
+static int hugebus(void)
+{
+	struct rp_client *c = connect_or_die();
+	struct rp_region *h, *s;
+	struct rp_remote *rm;
+	struct rp_completion cp;
+	long hogged = 0;
+	int r, hog;
+
+	r = rp_region_alloc(c, HUGE, RP_REGION_HUGE, &h);
+	if (r < 0) {
+		printf("huge=%s\n", rp_strerror(r));
+		return 0;
+	}
+	if (rp_region_alloc(c, 4096, 0, &s) < 0 ||
+	    rp_region_export(h, "hx", RP_ACCESS_REMOTE_WRITE) < 0 ||
+	    rp_remote_open(c, NULL, "hx", &rm) < 0)
+		return 1;
+	/* Allowed by the seals the daemon checks: they bound size, not holes. */
+	if (madvise(rp_region_ptr(h), HUGE, MADV_REMOVE) < 0)
+		printf("madvise=%s\n", strerror(errno));
+	hog = memfd_create("hog", MFD_CLOEXEC | MFD_HUGETLB);
+	if (hog >= 0 && ftruncate(hog, 64L * HUGE) == 0)
+		for (; hogged < 64; hogged++)
+			if (fallocate(hog, 0, hogged * (long)HUGE, HUGE) < 0)
+				break;
+	printf("hogged=%ld\n", hogged);
+	r = rp_write(c, s, 0, rm, 0, 4096, 1, 0);
+	if (r == 0 && wait_one(c, &cp) == 0)
+		printf("write_status=%d\nwrite_error=%s\n", cp.status, rp_strerror(cp.status));
+	else
+		printf("write_status=none\nsubmit=%s\n", rp_strerror(r));
+	close(hog);
+	/* With the pool back, the same write works again. */
+	r = rp_write(c, s, 0, rm, 0, 4096, 2, 0);
+	if (r == 0 && wait_one(c, &cp) == 0)
+		printf("again_status=%d\n", cp.status);
+	rp_disconnect(c);
+	return 0;
+}
+
+static int hold(int n)
+{
+	const char *path = getenv("RDMAPROXY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int *fds = calloc((size_t)n, sizeof(int)), i, kept = 0;
+	char b;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path ? path : "");
+	for (i = 0; i < n; i++) {
+		fds[i] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			printf("connect_error=%s\n", strerror(errno));
+			return 1;
+		}
+	}
+	usleep(300000);
+	for (i = 0; i < n; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+
+		/* A refused connection reads as hang-up. */
+		kept += !(poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLIN)));
+	}
+	printf("kept=%d\nholding\n", kept);
+	fflush(stdout);
+	while (read(0, &b, 1) > 0)
+		;
+	return 0;
+}
+
+static int exports(int n)
+{
+	struct rp_client *c = connect_or_die();
+	struct rp_region *r;
+	char name[32];
+	int i, ok = 0, err = 0;
+
+	if (rp_region_alloc(c, 4096, 0, &r) < 0)
+		return 1;
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "e%d", i);
+		err = rp_region_export(r, name, RP_ACCESS_REMOTE_READ);
+		if (err < 0)
+			break;
+		ok++;
+	}
+	printf("exported=%d\nlast_error=%d\nlast_error_text=%s\n", ok, err,
+	       err ? rp_strerror(err) : "none");
+	rp_disconnect(c);
+	return 0;
+}
+
+static int notifyfull(int n)
+{
+	struct rp_client *a = connect_or_die(), *b = connect_or_die();
+	struct rp_region *ra, *rb;
+	struct rp_remote *rm;
+	struct rp_completion cp;
+	int i, ok = 0, full = 0, landed_anyway = 0, other = 0;
+	uint64_t *dst;
+
+	if (rp_region_alloc(a, 4096, 0, &ra) < 0 || rp_region_alloc(b, (size_t)n * 8, 0, &rb) < 0 ||
+	    rp_region_export(rb, "nf", RP_ACCESS_REMOTE_WRITE) < 0 ||
+	    rp_remote_open(a, NULL, "nf", &rm) < 0)
+		return 1;
+	dst = rp_region_ptr(rb);
+	/* b never reaps: its completion ring fills with notifications. */
+	for (i = 0; i < n; i++) {
+		uint64_t v = (uint64_t)i + 1;
+
+		memcpy((char *)rp_region_ptr(ra), &v, sizeof(v));
+		if (rp_write(a, ra, 0, rm, (size_t)i * 8, 8, (uint64_t)i, RP_NOTIFY) < 0 ||
+		    wait_one(a, &cp) < 0)
+			return 1;
+		if (cp.status == 0)
+			ok++;
+		else if (cp.status == -RP_ENOTIFYSPACE) {
+			full++;
+			landed_anyway += dst[i] != 0;
+		} else
+			other++;
+	}
+	printf("ok=%d\nnotify_full=%d\nfailed_but_landed=%d\nother=%d\n", ok, full, landed_anyway,
+	       other);
+	rp_disconnect(a);
+	rp_disconnect(b);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "hugebus"))
+		return hugebus();
+	if (argc == 3 && !strcmp(argv[1], "hold"))
+		return hold(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "exports"))
+		return exports(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "notifyfull"))
+		return notifyfull(atoi(argv[2]));
+	fprintf(stderr, "usage: hostile hugebus|hold N|exports N|notifyfull N\n");
+	return 2;
+}

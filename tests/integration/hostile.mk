@@ -1,0 +1,6 @@
+# Hostile local clients (findings of an independent review, kept as tests).
+check_PROGRAMS += tests/helpers/hostile
+tests_helpers_hostile_SOURCES = tests/helpers/hostile.c
+tests_helpers_hostile_LDADD = libclient/librdmaproxy.la
+TESTS += tests/integration/test-hostile.sh
+EXTRA_DIST += tests/integration/test-hostile.sh

@@ -1,0 +1,81 @@
+#!/bin/bash
+# Hostile or unlucky local clients (from an independent review): none may
+# crash the daemon, hold its fds, grow it without bound, or get a failure
+# report for something that happened.
+. "$(dirname "$0")/lib.sh"
+
+H="$HELPERS/hostile"
+SOCK="$T_DIR/rp.sock"
+CONF="$T_DIR/rp.conf"
+LOG="$T_DIR/daemon.log"
+export RDMAPROXY_SOCKET="$SOCK"
+chmod 755 "$T_DIR"
+
+write_conf "$CONF" "[limits]" "max_regions = 6"
+start_daemon "$LOG" -c "$CONF"
+PID=$T_LAST_PID
+wait_for 10 "$HELPERS/rp-probe" "$SOCK" status
+ok $? "the daemon is up"
+
+# --- exports are bounded per uid (by max_regions) ---------------------------
+"$H" exports 10 >"$T_DIR/exports.out"
+grep -q '^exported=6$' "$T_DIR/exports.out" &&
+	grep -q '^last_error_text=per-user limit on exports' "$T_DIR/exports.out"
+ok $? "exports: the limit (6) is reachable, the 7th is refused with its own error"
+diag "$T_DIR/exports.out"
+
+# --- a notification that cannot be delivered fails the write before it lands -
+"$H" notifyfull 1100 >"$T_DIR/nf.out"
+grep -q '^failed_but_landed=0$' "$T_DIR/nf.out" && grep -q '^other=0$' "$T_DIR/nf.out" &&
+	! grep -q '^notify_full=0$' "$T_DIR/nf.out"
+ok $? "notify into a full completion ring: refused writes did not land"
+diag "$T_DIR/nf.out"
+
+# --- connections that never say HELLO --------------------------------------------
+base=$(ls /proc/$PID/fd | wc -l)
+mkfifo "$T_DIR/hold"
+setpriv --reuid=nobody --regid=nogroup --clear-groups "$H" hold 40 <"$T_DIR/hold" \
+	>"$T_DIR/hold.out" 2>&1 &
+HPID=$!
+T_PIDS+=("$HPID")
+exec 7>"$T_DIR/hold"
+wait_for 10 grep -q holding "$T_DIR/hold.out"
+grep -q '^kept=8$' "$T_DIR/hold.out"
+ok $? "one user gets at most 8 connections waiting for HELLO ($(grep kept "$T_DIR/hold.out"))"
+grep -q 'refusing connections from uid 65534' "$LOG"
+ok $? "the refusal is logged once per burst"
+start=$SECONDS
+"$HELPERS/rp-probe" "$SOCK" status >/dev/null
+ok $? "another user still connects and is served at once"
+wait_for 10 grep -q 'no HELLO within 5 s' "$LOG"
+ok $? "silent connections are closed after 5 s"
+wait_for 5 test "$(ls /proc/$PID/fd | wc -l)" -le "$base"
+ok $? "the daemon's fd count is back to its baseline ($base) while the client still holds"
+exec 7>&-
+wait "$HPID"
+
+# --- a hugetlb region with its page punched out (SIGBUS) ----------------------------
+hp=/proc/sys/vm/nr_hugepages
+old=$(cat $hp 2>/dev/null || echo 0)
+if [ "$(id -u)" -eq 0 ] && echo 4 >$hp 2>/dev/null && [ "$(cat $hp)" -ge 2 ]; then
+	"$H" hugebus >"$T_DIR/hb.out" 2>&1
+	echo "$old" >$hp
+	if grep -q '^huge=' "$T_DIR/hb.out"; then
+		echo "ok $((T_N += 1)) # SKIP no huge pages for the client: $(cat "$T_DIR/hb.out")"
+	else
+		grep -q '^write_status=-14$' "$T_DIR/hb.out"
+		ok $? "a write into a punched-out huge page fails with -EFAULT"
+		diag "$T_DIR/hb.out"
+		kill -0 "$PID" && "$HELPERS/rp-probe" "$SOCK" status >/dev/null
+		ok $? "the daemon survives it"
+		grep -q '^again_status=0$' "$T_DIR/hb.out"
+		ok $? "and the same write works once huge pages are free again"
+	fi
+else
+	echo "$old" >$hp 2>/dev/null
+	echo "ok $((T_N += 1)) # SKIP cannot reserve huge pages here (needs root)"
+fi
+
+stop_daemon "$PID"
+ok $? "SIGTERM: exit 0"
+t_done
