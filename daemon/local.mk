@@ -13,6 +13,7 @@ daemon_rdmaproxyd_SOURCES = \
 	daemon/notify.c daemon/notify.h \
 	daemon/rdma_dev.c daemon/rdma_dev.h \
 	daemon/verbs_local.c daemon/verbs_local.h \
+	daemon/verbs_peer.c daemon/verbs_peer_io.c daemon/verbs_peer_uv.c daemon/verbs_peer.h \
 	daemon/peer.c daemon/peer_data.c daemon/peer.h daemon/peer_int.h \
 	daemon/peer_proto.c daemon/peer_proto.h daemon/peer_hs.c daemon/peer_hs.h \
 	daemon/transport.h daemon/tcp_transport.c \

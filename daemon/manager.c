@@ -124,6 +124,35 @@ static void on_listen(uv_poll_t *h, int status, int events)
 	accept_all(m);
 }
 
+/*
+ * Spin-then-arm: after a drain that found work, keep polling the CQ (pure
+ * user space on rxe) while completions keep coming, and give up COMP_SPIN_NS
+ * after the last one, so back-to-back operations do not each pay an eventfd
+ * wakeup (~100-190 us in the test guest) while an idle daemon still sleeps.
+ * The CQ was re-armed before the first drain, so nothing is missed; the
+ * total is capped so one busy CQ cannot starve the rest of the loop.
+ */
+#define COMP_SPIN_NS 20000
+#define COMP_SPIN_MAX_NS 200000
+
+static int comp_spin(struct manager *m)
+{
+	uint64_t start = uv_hrtime(), last = start, now;
+	int n, total = 0;
+
+	do {
+		n = rdev_cq_drain(m->rdev);
+		if (n < 0)
+			return n;
+		now = uv_hrtime();
+		if (n > 0) {
+			total += n;
+			last = now;
+		}
+	} while (now - last < COMP_SPIN_NS && now - start < COMP_SPIN_MAX_NS);
+	return total;
+}
+
 static void on_comp(uv_poll_t *h, int status, int events)
 {
 	struct manager *m = h->data;
@@ -135,6 +164,8 @@ static void on_comp(uv_poll_t *h, int status, int events)
 	}
 	r = rdev_cq_event(m->rdev);
 	admin_count_cq(r);
+	if (r > 0)
+		r = comp_spin(m);
 	if (r < 0)
 		log_err("completion queue: %s", strerror(-r));
 }

@@ -160,6 +160,9 @@ bool vp_on_tick(struct vtransport *t)
 		if (c->state < VC_UP && now >= c->deadline_ms)
 			vc_fail(c, -ETIMEDOUT, "timed out %s after %u ms", state_name(c->state),
 				VP_CONNECT_MS);
+		/* The loop may no longer watch the CQ (shutdown): look ourselves. */
+		if (c->state == VC_FAILING && !vc_io_flushed(c))
+			rdev_cq_drain(t->d);
 		if (c->state == VC_FAILING &&
 		    (vc_io_flushed(c) || now >= c->fail_ms + VP_FLUSH_MS)) {
 			if (!vc_io_flushed(c))
@@ -525,8 +528,11 @@ static void on_rejected(struct vconn *c, const struct rdma_cm_event *ev)
 			if (reason[i] < 0x20 || reason[i] > 0x7e)
 				reason[i] = '?';
 	}
-	vc_fail(c, -ECONNREFUSED, "rejected by %s%s%s (status %d)", c->addr, reason[0] ? ": " : "",
-		reason, ev->status);
+	/* IB CM reject reason 8 (invalid service ID): nobody listens on that port. */
+	if (ev->status == 8 && !reason[0])
+		snprintf(reason, sizeof(reason), "no rdmaproxyd listens on verbs there");
+	vc_fail(c, -ECONNREFUSED, "rejected by %s%s%s (CM status %d)", c->addr,
+		reason[0] ? ": " : "", reason, ev->status);
 }
 
 static void conn_event(struct vconn *c, struct rdma_cm_event *ev)

@@ -726,7 +726,10 @@ static void on_recv_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 		return;
 	}
 	if (wc->status != IBV_WC_SUCCESS) {
-		vc_fail(c, -EIO, "receive: %s", ibv_wc_status_str(wc->status));
+		vc_fail(c, -EIO, "%s", wc->status == IBV_WC_WR_FLUSH_ERR
+					     ? "the QP went into the error state (the peer's access "
+					       "was refused, or the QP failed)"
+					     : ibv_wc_status_str(wc->status));
 		vc_reap_soon(c);
 		return;
 	}

@@ -5,6 +5,7 @@ include tests/integration/ctl.mk
 include tests/integration/peers.mk
 include tests/vm/local.mk
 include tests/vm/daemon.mk
+include tests/vm/peers.mk
 
 TESTS += tests/check-man.sh
 EXTRA_DIST += tests/check-man.sh tests/unit/tap.h

@@ -1,0 +1,330 @@
+#!/bin/bash
+# Runs inside the Soft-RoCE guest(s): rdmaproxyd peers over the verbs
+# transport (rdma_cm, one RC QP per peer). Prints TAP. Needs top_builddir.
+#   one guest:  daemons A and B on the same rxe device, peered with each other
+#   two guests: B on g0, A on g1, peered over the virtio-net RoCE link
+# Checks: remote write/read/send/notify with checksums from 1 B to 64 MiB;
+# `rdma resource show qp|mr` list the daemons' QPs and MRs while clients are
+# attached and return to baseline; a client killed mid-transfer leaves no MR
+# and does not disturb another client; a remote access error (write to a
+# withdrawn export) is reported precisely and the link recovers; a peer
+# daemon SIGKILLed mid-transfer: every op reported exactly once,
+# reconnection, old handles fail with RP_ESTALE, transfers resume.
+set -u
+B=${top_builddir:?}
+RPD=$B/daemon/rdmaproxyd
+IO=$B/tests/integration/test-peers-io
+G=${RP_VM_GUEST:-0}
+NG=${RP_VM_GUESTS:-1}
+SYNC=${RP_VM_SYNC:-}
+SIZES=${RP_TEST_PEER_SIZES:-"1 4096 65536 1048576 67108864"}
+D=$(mktemp -d)
+n=0 fail=0
+declare -A PID PORT ADDR SP_PID SP_FD
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
+	[ "$1" -eq 0 ]
+}
+diag() { sed 's/^/# /' "$@"; }
+mrs() { rdma resource show mr 2>/dev/null | grep -c 'comm rdmaproxyd'; }
+qps() { rdma resource show qp 2>/dev/null | grep 'comm rdmaproxyd' | grep -c 'type RC'; }
+dump() {
+	echo "# --- rdma link"; rdma link | diag
+	echo "# --- rdma resource show"; rdma resource show | diag
+	echo "# --- rdma resource show qp"; rdma resource show qp | diag
+	echo "# --- rdma resource show mr"; rdma resource show mr | diag
+	echo "# --- ibv_devinfo"; ibv_devinfo | diag
+	for f in "$D"/*.log; do echo "# --- $f"; tail -n 150 "$f" | diag; done
+}
+wait_for() { # wait_for SECONDS CMD...
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.1
+	done
+}
+
+if [ "$NG" -eq 2 ]; then
+	ADDR[A]=10.99.0.2 ADDR[B]=10.99.0.1
+	ME=$([ "$G" -eq 0 ] && echo B || echo A)
+else
+	ADDR[A]=${RP_VM_ADDR:-10.99.0.1} ADDR[B]=${RP_VM_ADDR:-10.99.0.1}
+fi
+PORT[A]=7471 PORT[B]=7472
+printf 'shared-secret-key-for-tests-0001\n' >"$D/good.key"
+chmod 600 "$D/good.key"
+
+conf() { # conf NODE PEER
+	printf '[daemon]\nnode_name = %s\nsocket = %s/%s.sock\ntransport = verbs\n' "$1" "$D" "$1"
+	printf 'listen = %s:%s\nlog_level = debug\n' "${ADDR[$1]}" "${PORT[$1]}"
+	printf '[peer "%s"]\naddress = %s:%s\nkey_file = %s/good.key\n' "$2" "${ADDR[$2]}" \
+		"${PORT[$2]}" "$D"
+}
+# Children must not inherit the write ends of other clients' fifos, or those
+# clients never see their stdin close.
+nofifos() {
+	local f
+	for f in "${SP_FD[@]}"; do eval "exec $f>&-"; done
+	exec "$@"
+}
+start() { # start NODE
+	(nofifos "$RPD" --foreground -c "$D/$1.conf" >>"$D/$1.log" 2>&1) &
+	PID[$1]=$!
+	wait_for 10 test -S "$D/$1.sock"
+}
+lines() { wc -l <"$D/$1.log"; }
+up() { # up NODE PEER [SECONDS] [FROM-LINE]
+	wait_for "${3:-20}" sh -c "tail -n +${4:-1} '$D/$1.log' | grep -q 'peer $2: .* -> up'"
+}
+io() { (RDMAPROXY_SOCKET="$D/$1.sock" nofifos timeout "${RP_TEST_IO_TIMEOUT:-300}" "$IO" "${@:2}"); }
+spawn() { # spawn TAG NODE ARGS...: background client, stdin from a fifo kept open
+	local tag=$1 fd
+	rm -f "$D/$tag.in" "$D/$tag.out"
+	mkfifo "$D/$tag.in"
+	(RDMAPROXY_SOCKET="$D/$2.sock" nofifos "$IO" "${@:3}" <"$D/$tag.in" >"$D/$tag.out" 2>&1) &
+	SP_PID[$tag]=$!
+	exec {fd}>"$D/$tag.in"
+	SP_FD[$tag]=$fd
+}
+said() { wait_for "${3:-20}" grep -q "$2" "$D/$1.out"; }
+finish() {
+	exec {SP_FD[$1]}>&-
+	wait "${SP_PID[$1]}" 2>/dev/null
+}
+# Two guests: marker files in the shared sync dir.
+mark() { [ -n "$SYNC" ] && echo "${2:-}" >"$SYNC/$1"; }
+await() { wait_for "${2:-120}" test -e "$SYNC/$1"; }
+
+mr0=$(mrs)
+qp0=$(qps)
+
+# ---------------------------------------------------------------- one guest
+one_guest() {
+	conf A B >"$D/A.conf"
+	conf B A >"$D/B.conf"
+	start A && start B
+	up A B && up B A
+	ok $? "A and B on one rxe device connect over verbs and authenticate" || return
+	grep -q "over verbs" "$D/A.log"
+	ok $? "the link runs on the verbs transport"
+	wait_for 10 sh -c "[ \$(rdma resource show qp | grep 'comm rdmaproxyd' | grep -c 'type RC') -eq $((qp0 + 4)) ]"
+	ok $? "rdma resource show qp: 2 loopback + 2 peer RC QPs ($(qps), baseline $qp0)"
+	base_mr=$(mrs)
+
+	[ -n "${RP_TEST_PEER_SKIP_IO:-}" ] && SIZES=""
+	for sz in $SIZES; do
+		spawn exp B export "x$sz" "$sz" 1
+		said exp ready
+		out=$(io A xfer B "x$sz" "$sz" 77 2>&1)
+		rc=$?
+		sum=$(echo "$out" | sed -n 's/^write status=0 sum=\([0-9a-f]*\).*/\1/p')
+		said exp "^recv" 60
+		[ "$sz" = 67108864 ] && held=$(mrs)
+		finish exp
+		got_notify=$(sed -n 's/^notify imm=77 .*sum=//p' "$D/exp.out")
+		got_recv=$(sed -n 's/^recv status=0 .*sum=//p' "$D/exp.out")
+		[ $rc -eq 0 ] && [ -n "$sum" ]
+		ok $? "$sz B: remote WRITE, READ back, SEND, precise bounds/endpoint errors" ||
+			{ echo "$out" | diag; }
+		[ "$got_notify" = "$sum" ] && [ "$got_recv" = "$sum" ]
+		ok $? "$sz B: exporter notified after the data landed; message received; checksums match" ||
+			diag "$D/exp.out"
+		echo "$out" | grep time= | diag
+	done
+	[ "${held:-0}" -gt "$base_mr" ]
+	ok $? "rdma resource show mr lists the client regions and the export MR while attached ($base_mr -> ${held:-?})"
+	wait_for 10 sh -c "[ \$(rdma resource show mr | grep -c 'comm rdmaproxyd') -eq $base_mr ]"
+	ok $? "and returns to the daemons' baseline after the clients left ($(mrs) = $base_mr)"
+
+	spawn st B export st 16M 0
+	said st ready
+	io A stress B st 8 20 1M >"$D/st.out" 2>&1
+	ok $? "8 clients at once write and read back their own 1 MiB slices through one QP" ||
+		diag "$D/st.out"
+
+	# A client killed in the middle of transfers; another client on the same peer.
+	io A storm B st 8 1M 16 >"$D/victim.out" 2>&1 &
+	victim=$!
+	spawn st2 B export st2 1M 0
+	said st2 ready
+	io A stress B st2 2 100 64K >"$D/other.out" 2>&1 &
+	other=$!
+	sleep 2
+	kill -KILL $victim
+	wait $victim 2>/dev/null
+	wait $other
+	ok $? "a client SIGKILLed mid-transfer does not disturb another client's transfers" ||
+		diag "$D/other.out"
+	finish st
+	finish st2
+	wait_for 10 sh -c "[ \$(rdma resource show mr | grep -c 'comm rdmaproxyd') -eq $base_mr ]"
+	ok $? "the killed client leaves no MR behind ($(mrs) = $base_mr)"
+
+	# A remote access error: write to an export withdrawn after it was opened.
+	spawn e1 B export e1 64K 0
+	said e1 ready
+	spawn e2 B export e2 1M 1
+	said e2 ready
+	spawn hold A hold B e1
+	said hold opened
+	finish e1
+	io A storm B e2 4 64K 8 >"$D/cotenant.out" 2>&1 &
+	co=$!
+	sleep 1
+	mark_a=$(lines A)
+	echo go >&"${SP_FD[hold]}"
+	said hold "status="
+	finish hold
+	diag "$D/hold.out"
+	grep -q "status=$((-4096 - 2)) \|status=$((-4096 - 5)) " "$D/hold.out"
+	ok $? "a WRITE to a withdrawn export fails with RP_EREMOTEACCESS or RP_EUNEXPORTED"
+	wait $co
+	ok $? "the co-tenant's ops are each reported exactly once" || diag "$D/cotenant.out"
+	echo "# co-tenant during the access error: $(grep '^storm' "$D/cotenant.out")"
+	up A B 20 "$mark_a"
+	io A xfer B e2 64K 3 >/dev/null 2>&1
+	ok $? "the link is usable again after the access error"
+	finish e2
+
+	# A peer daemon killed mid-transfer, then restarted.
+	spawn k B export k 1M 0
+	said k ready
+	spawn hold2 A hold B k
+	said hold2 opened
+	io A storm B k 6 64K 32 >"$D/storm.out" 2>&1 &
+	storm=$!
+	sleep 2
+	mark_a=$(lines A)
+	kill -KILL "${PID[B]}"
+	wait "${PID[B]}" 2>/dev/null
+	wait $storm
+	rc=$?
+	diag "$D/storm.out"
+	[ $rc -eq 0 ] && grep -q "ok=[1-9]" "$D/storm.out"
+	ok $? "peer killed mid-transfer: every op reported exactly once (ok, peer down or outcome unknown)"
+	finish k
+	wait_for 20 sh -c "tail -n +$mark_a '$D/A.log' | grep -q 'verbs peer .*: connection closed'"
+	ok $? "A's transport saw the connection go ($(tail -n +"$mark_a" "$D/A.log" | grep -m1 -o 'connection closed: .*'))"
+	start B
+	up A B 30 "$mark_a"
+	ok $? "A reconnects when B returns"
+	echo go >&"${SP_FD[hold2]}"
+	said hold2 "status="
+	finish hold2
+	grep -q "status=$((-4096 - 25)) " "$D/hold2.out"
+	ok $? "a handle from B's old incarnation fails cleanly (RP_ESTALE)" || diag "$D/hold2.out"
+	spawn k3 B export k 64K 1
+	said k3 ready
+	io A xfer B k 64K 9 >/dev/null 2>&1
+	ok $? "transfers to the restarted B work again"
+	finish k3
+
+	for x in A B; do
+		kill -TERM "${PID[$x]}"
+		wait "${PID[$x]}"
+		ok $? "daemon $x exits cleanly"
+	done
+	[ "$(qps)" -eq "$qp0" ] && [ "$(mrs)" -eq "$mr0" ]
+	ok $? "QPs and MRs back to the boot baseline ($(qps)/$qp0 QPs, $(mrs)/$mr0 MRs)"
+}
+
+# ---------------------------------------------------------------- two guests
+two_guests() {
+	local other=$([ "$ME" = A ] && echo B || echo A)
+
+	conf "$ME" "$other" >"$D/$ME.conf"
+	start "$ME"
+	up "$ME" "$other" 60
+	ok $? "$ME ($RP_VM_ADDR) and $other connect over the two-host RoCE link" || return
+	grep -q "over verbs" "$D/$ME.log"
+	ok $? "the link runs on the verbs transport"
+	if [ "$ME" = B ]; then
+		for sz in $SIZES; do
+			spawn "exp$sz" B export "x$sz" "$sz" 1
+			said "exp$sz" ready
+		done
+		spawn st B export st 16M 0
+		said st ready
+		spawn k B export k 1M 0
+		said k ready
+		mark exports-ready
+		await xfers-done 600
+		for sz in $SIZES; do
+			said "exp$sz" "^recv" 30
+			finish "exp$sz"
+			want=$(cat "$SYNC/sum$sz" 2>/dev/null)
+			got_notify=$(sed -n 's/^notify imm=77 .*sum=//p' "$D/exp$sz.out")
+			got_recv=$(sed -n 's/^recv status=0 .*sum=//p' "$D/exp$sz.out")
+			[ -n "$want" ] && [ "$got_notify" = "$want" ] && [ "$got_recv" = "$want" ]
+			ok $? "$sz B: notified after the data landed and received the message on g0, checksums match A's" ||
+				diag "$D/exp$sz.out"
+		done
+		await storm-running
+		sleep 2
+		kill -KILL "${PID[B]}"
+		wait "${PID[B]}" 2>/dev/null
+		finish st
+		finish k
+		await storm-done 120
+		start B
+		spawn k3 B export k 64K 1
+		said k3 ready
+		mark restarted
+		await final 300
+		finish k3
+	else
+		await exports-ready 300
+		for sz in $SIZES; do
+			out=$(io A xfer B "x$sz" "$sz" 77 2>&1)
+			rc=$?
+			sum=$(echo "$out" | sed -n 's/^write status=0 sum=\([0-9a-f]*\).*/\1/p')
+			mark "sum$sz" "$sum"
+			[ $rc -eq 0 ] && [ -n "$sum" ]
+			ok $? "$sz B: remote WRITE, READ back, SEND to g0, checksums match" ||
+				{ echo "$out" | diag; }
+			echo "$out" | grep time= | diag
+		done
+		io A stress B st 8 20 1M >"$D/st.out" 2>&1
+		ok $? "8 clients on g1 write and read back their own slices on g0 through one QP" ||
+			diag "$D/st.out"
+		mark xfers-done
+		spawn hold2 A hold B k
+		said hold2 opened
+		mark_a=$(lines A)
+		io A storm B k 8 64K 32 >"$D/storm.out" 2>&1 &
+		storm=$!
+		mark storm-running
+		wait $storm
+		rc=$?
+		diag "$D/storm.out"
+		mark storm-done
+		[ $rc -eq 0 ] && grep -q "ok=[1-9]" "$D/storm.out"
+		ok $? "peer on g0 killed mid-transfer: every op reported exactly once"
+		await restarted 120
+		up A B 60 "$mark_a"
+		ok $? "A reconnects when B returns"
+		echo go >&"${SP_FD[hold2]}"
+		said hold2 "status="
+		finish hold2
+		grep -q "status=$((-4096 - 25)) " "$D/hold2.out"
+		ok $? "a handle from B's old incarnation fails cleanly (RP_ESTALE)" || diag "$D/hold2.out"
+		io A xfer B k 64K 9 >/dev/null 2>&1
+		ok $? "transfers to the restarted B work again"
+		mark final
+	fi
+	kill -TERM "${PID[$ME]}"
+	wait "${PID[$ME]}"
+	ok $? "daemon $ME exits cleanly"
+	[ "$(qps)" -eq "$qp0" ] && [ "$(mrs)" -eq "$mr0" ]
+	ok $? "QPs and MRs back to the boot baseline ($(qps)/$qp0 QPs, $(mrs)/$mr0 MRs)"
+}
+
+if [ "$NG" -eq 2 ]; then two_guests; else one_guest; fi
+echo "1..$n"
+[ $fail -eq 0 ] || dump
+for p in "${PID[@]}"; do kill -KILL "$p" 2>/dev/null; done
+[ -n "${RP_TEST_KEEP:-}" ] && cp -r "$D" "$RP_TEST_KEEP"; rm -rf "$D"
+exit $fail
