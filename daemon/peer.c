@@ -5,6 +5,13 @@
  * state machine (connecting, handshaking, up, backoff, down), keepalives,
  * reconnects with backoff, duplicate-connection resolution, reload and the
  * read-only view for status. Data and lookups are in peer_data.c.
+ *
+ * Anyone can open a connection to the peer port and send a HELLO naming a
+ * configured peer, so a link that has not authenticated never changes
+ * anything else: not another link, not the peer's state, not its dialling
+ * or backoff. Duplicate connections are resolved when a link authenticates
+ * (link_up); at HELLO time a link is only refused when an authenticated
+ * link that is already up would win against it anyway.
  */
 #include "peer_int.h"
 
@@ -122,17 +129,6 @@ static void on_backoff(uv_timer_t *t)
 	dial(pr);
 }
 
-/* Is a link of @pr (other than @except) authenticating or up? */
-static bool has_live_link(struct peer *pr, const struct peer_link *except)
-{
-	struct peer_link *l;
-
-	for (l = pr->p->links; l; l = l->next)
-		if (l != except && l->peer == pr && !l->closing && !l->superseded)
-			return true;
-	return false;
-}
-
 static void schedule_retry(struct peer *pr, const char *reason)
 {
 	uint64_t d = PEER_BACKOFF_MIN_MS;
@@ -191,11 +187,11 @@ static void dial(struct peer *pr)
 	char why[160];
 	int r;
 
-	if (has_live_link(pr, NULL)) {
-		/* An inbound link is authenticating: give it time before dialling. */
-		uv_timer_start(&pr->backoff, on_backoff, PEER_HANDSHAKE_MS, 0);
-		return;
-	}
+	/*
+	 * Dial even while inbound links naming @pr are authenticating: they are
+	 * unauthenticated (maybe not the peer at all), and if one of them is
+	 * genuine, link_up() resolves the duplicate once both ends agree.
+	 */
 	l = link_new(p, pr->t, true);
 	if (!l) {
 		schedule_retry(pr, "out of memory");
@@ -300,12 +296,18 @@ void peer_x_failed(struct peer_link *l, int err, const char *why)
 		pr->links--;
 		if (was_up)
 			log_warn("peer %s: link %s lost: %s", pr->conf.name, l->addr, reason);
-		if (!l->superseded && !pr->removed && !p->stopping && !pr->up && !pr->out) {
+		else if (!l->outbound)
+			log_info("peer connection from %s (as %s) closed: %s", l->addr,
+				 pr->conf.name, reason);
+		/*
+		 * Only our own attempt or the authenticated link drive the state
+		 * and the dialling: an inbound link that never authenticated may
+		 * be anybody's, and its end must not reset the backoff timer.
+		 */
+		if ((l->outbound || was_up) && !l->superseded && !pr->removed && !p->stopping &&
+		    !pr->up && !pr->out) {
 			snprintf(buf, sizeof(buf), "%s%s", was_up ? "link lost: " : "", reason);
-			if (has_live_link(pr, NULL))
-				set_state(pr, PEER_HANDSHAKING, buf);
-			else
-				schedule_retry(pr, buf);
+			schedule_retry(pr, buf);
 		}
 		if (pr->removed)
 			maybe_free_peer(pr);
@@ -344,20 +346,39 @@ static void supersede(struct peer_link *old)
 	link_close(old, -EEXIST, "superseded by another connection to the same peer");
 }
 
-/* Responder, HELLO accepted: is there already a better connection? */
+/*
+ * Responder, HELLO accepted (not authenticated yet): refuse it only if the
+ * link that is already up would win against it. Nothing else is touched:
+ * the HELLO may come from anybody.
+ */
 static bool inbound_wanted(struct peer_link *l, struct peer *pr)
 {
-	struct peer_link *o;
+	return !pr->up || pr->up->closing || prefer(l, pr->up);
+}
 
-	for (o = l->p->links; o; o = o->next) {
-		if (o == l || o->peer != pr || o->closing)
-			continue;
-		if (!prefer(l, o))
+/*
+ * @l just authenticated: settle duplicates against the link that is up and
+ * our own attempt in progress. False if @l lost (it is closed). Inbound
+ * links still authenticating are left alone: each is settled when (if) it
+ * authenticates. A superseded attempt is not redialled, but the link that
+ * won is up, and its loss schedules a redial (peer_x_failed()).
+ */
+static bool link_wins(struct peer_link *l)
+{
+	struct peer *pr = l->peer;
+
+	if (pr->up && pr->up != l) {
+		if (!prefer(l, pr->up)) {
+			supersede(l);
 			return false;
+		}
+		supersede(pr->up);
+		pr->up = NULL;
 	}
-	for (o = l->p->links; o; o = o->next)
-		if (o != l && o->peer == pr && !o->closing && !o->up)
-			supersede(o);
+	if (pr->out && pr->out != l && prefer(l, pr->out)) {
+		supersede(pr->out);
+		pr->out = NULL;
+	}
 	return true;
 }
 
@@ -366,18 +387,8 @@ static void link_up(struct peer_link *l)
 	struct peer *pr = l->peer;
 	uint64_t inc = l->hs.peer_inc;
 
-	if (pr->up && pr->up != l) {
-		if (!prefer(l, pr->up)) {
-			supersede(l);
-			return;
-		}
-		supersede(pr->up);
-		pr->up = NULL;
-	}
-	if (pr->out && pr->out != l) {
-		supersede(pr->out);
-		pr->out = NULL;
-	}
+	if (!link_wins(l))
+		return;
 	if (pr->out == l)
 		pr->out = NULL;
 	l->up = true;
@@ -408,9 +419,13 @@ static void hs_failed(struct peer_link *l)
 	char buf[400];
 
 	snprintf(buf, sizeof(buf), "handshake with %s (%s) failed: %s", who, l->addr, l->hs.why);
+	/*
+	 * A DUPLICATE refusal means the other side has a link up that wins; it
+	 * is not marked superseded, so if we have no link up after all (it died
+	 * meanwhile) the peer is redialled with backoff rather than forgotten.
+	 */
 	if (l->hs.reject_code == PP_REJ_DUPLICATE) {
 		log_debug("%s", buf);
-		l->superseded = true;
 	} else {
 		log_warn("%s", buf);
 	}
@@ -438,13 +453,10 @@ static void hs_step(struct peer_link *l, const void *msg, size_t len)
 			return;
 		}
 		if (!inbound_wanted(l, pr)) {
-			l->superseded = true;
 			reject_and_close(l, PP_REJ_DUPLICATE,
 					 "a connection between these daemons already exists");
 			return;
 		}
-		if (!pr->up)
-			set_state(pr, PEER_HANDSHAKING, NULL);
 	}
 	if (n)
 		link_send(l, out, n);

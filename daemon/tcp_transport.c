@@ -15,6 +15,19 @@
  * Ordering: the far side answers requests in the order it reads them, so
  * outstanding ops form a FIFO and every reply must match its head; anything
  * else is a protocol violation and ends the connection.
+ *
+ * Backpressure: every request the far side makes (PING, LOOKUP, READ, ...)
+ * queues a reply here, so a peer that sends requests and never reads would
+ * grow our write queue without limit. When the replies queued on a
+ * connection cost more than WQ_HIGH, we stop reading from it (no new
+ * requests) until they drain below WQ_LOW. The cost is the memory each
+ * reply holds (its struct wreq), not the payload of a READ reply: that is
+ * region memory that exists anyway, and counting it would let two daemons
+ * reading large slices from each other both stop reading and deadlock.
+ * Our own requests are not counted either (clients' limits bound them, and
+ * their replies are what the far side is waiting for us to read). A
+ * connection whose write queue makes no progress for STALL_MS (the far side
+ * does not read at all) is closed; its ops are reported as usual.
  */
 #include "transport.h"
 
@@ -34,6 +47,10 @@
 
 #define DISCARD_BUF (64 * 1024)
 #define PAYLOAD_CHUNK (64u << 20) /* largest single read into a region */
+#define WQ_HIGH (4u << 20)	  /* queued replies' cost at which reading stops */
+#define WQ_LOW (1u << 20)	  /* ... and below which it resumes */
+#define STALL_MS 5000		  /* == PEER_KEEPALIVE_DEAD_MS */
+#define STALL_CHECK_MS 1000
 
 struct tcp_transport {
 	struct transport base;
@@ -47,6 +64,8 @@ struct xconn {
 	struct tcp_transport *t;
 	struct peer_link *link;
 	uv_tcp_t tcp;
+	uv_timer_t stall; /* checks the write queue's progress while it is not empty */
+	unsigned handles; /* open libuv handles: x is freed when the last one closes */
 	uv_connect_t creq;
 	uv_getaddrinfo_t gai;
 	uint16_t port;
@@ -74,14 +93,24 @@ struct xconn {
 	/* Ops sent and not answered, oldest first (linked through scratch[0]). */
 	struct peer_op *head, *tail;
 	uint64_t next_id;
+
+	/* Write queue (see "Backpressure"). */
+	size_t reply_cost;   /* of the replies queued and not yet written */
+	unsigned replies;    /* how many */
+	bool paused;	     /* reading stopped until the replies drain */
+	bool stall_armed;
+	size_t stall_size;   /* libuv's write queue size at the last check */
+	uint64_t progress_ms; /* when the write queue last moved */
 };
 
 struct wreq {
 	uv_write_t req;
 	struct xconn *x;
 	bool has_rx; /* an incoming READ served from a region: end it when written */
+	bool reply;  /* counted in x->reply_cost */
+	size_t cost;
 	struct peer_rx rx;
-	_Alignas(8) uint8_t msg[PP_FIXED_MAX];
+	_Alignas(8) uint8_t msg[]; /* the fixed part */
 };
 
 #define OP_NEXT(op) (*(struct peer_op **)&(op)->scratch[0])
@@ -91,6 +120,19 @@ static void xfail(struct xconn *x, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static void tcp_close(struct xconn *x);
+
+static void xconn_unref(struct xconn *x)
+{
+	if (--x->handles)
+		return;
+	free(x->discard);
+	free(x);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	xconn_unref(h->data);
+}
 
 static void on_closed(uv_handle_t *h)
 {
@@ -103,8 +145,13 @@ static void on_closed(uv_handle_t *h)
 	if (!x->silent && x->link)
 		peer_x_failed(x->link, x->err ? x->err : -ECONNRESET,
 			      x->why[0] ? x->why : "connection closed");
-	free(x->discard);
-	free(x);
+	xconn_unref(x);
+}
+
+static void close_handles(struct xconn *x)
+{
+	uv_close((uv_handle_t *)&x->stall, on_timer_closed);
+	uv_close((uv_handle_t *)&x->tcp, on_closed);
 }
 
 static void tcp_close(struct xconn *x)
@@ -117,7 +164,7 @@ static void tcp_close(struct xconn *x)
 		uv_cancel((uv_req_t *)&x->gai);
 		return;
 	}
-	uv_close((uv_handle_t *)&x->tcp, on_closed);
+	close_handles(x);
 }
 
 static void xfail(struct xconn *x, int err, const char *fmt, ...)
@@ -133,29 +180,114 @@ static void xfail(struct xconn *x, int err, const char *fmt, ...)
 	tcp_close(x);
 }
 
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+static size_t wq_size(const struct xconn *x)
+{
+	return uv_stream_get_write_queue_size((const uv_stream_t *)&x->tcp);
+}
+
+/* Every STALL_CHECK_MS while bytes wait in the write queue: do they move? */
+static void on_stall_check(uv_timer_t *t)
+{
+	struct xconn *x = t->data;
+	uint64_t now = uv_now(t->loop);
+	size_t size = wq_size(x);
+
+	if (x->closing)
+		return;
+	if (!size) {
+		uv_timer_stop(t);
+		x->stall_armed = false;
+		return;
+	}
+	if (size < x->stall_size)
+		x->progress_ms = now;
+	x->stall_size = size;
+	if (now - x->progress_ms >= STALL_MS)
+		xfail(x, -ETIMEDOUT,
+		      "the peer is not reading: %zu bytes to write (%u replies), no progress for "
+		      "%u s",
+		      size, x->replies, STALL_MS / 1000);
+}
+
+static void stall_arm(struct xconn *x)
+{
+	if (x->stall_armed || !wq_size(x))
+		return;
+	x->stall_armed = true;
+	x->stall_size = wq_size(x);
+	x->progress_ms = uv_now(x->stall.loop);
+	uv_timer_start(&x->stall, on_stall_check, STALL_CHECK_MS, STALL_CHECK_MS);
+}
+
+static void read_pause(struct xconn *x)
+{
+	if (x->paused || x->reply_cost <= WQ_HIGH)
+		return;
+	x->paused = true;
+	uv_read_stop((uv_stream_t *)&x->tcp);
+}
+
+static void read_resume(struct xconn *x)
+{
+	int r;
+
+	if (!x->paused || x->closing || x->reply_cost > WQ_LOW)
+		return;
+	x->paused = false;
+	r = uv_read_start((uv_stream_t *)&x->tcp, on_alloc, on_read);
+	if (r < 0)
+		xfail(x, -ECONNRESET, "read: %s", uv_strerror(r));
+}
+
 static void on_written(uv_write_t *req, int status)
 {
 	struct wreq *w = req->data;
 	struct xconn *x = w->x;
 
+	x->progress_ms = uv_now(x->tcp.loop);
+	if (w->reply) {
+		x->reply_cost -= w->cost;
+		x->replies--;
+	}
 	if (w->has_rx)
 		peer_x_rx_end(x->link, &w->rx, status < 0 ? -ECONNRESET : 0);
 	if (status < 0 && status != UV_ECANCELED)
 		xfail(x, -ECONNRESET, "write: %s", uv_strerror(status));
 	free(w);
+	read_resume(x);
+}
+
+/* Does a message of @type answer a request of the far side's? */
+static bool is_reply(uint16_t type)
+{
+	switch (type) {
+	case PP_PONG:
+	case PP_LOOKUP_R:
+	case PP_NOTIFY_R:
+	case PP_WRITE_R:
+	case PP_READ_R:
+	case PP_SEND_R:
+		return true;
+	default:
+		return false;
+	}
 }
 
 /* Queue a fixed part plus an optional payload iovec. */
 static int queue(struct xconn *x, const void *msg, size_t len, const void *payload, uint64_t plen,
 		 const struct peer_rx *rx)
 {
+	const struct pp_hdr *h = msg;
 	struct wreq *w;
 	uv_buf_t bufs[2];
 	int r;
 
 	if (x->closing)
 		return -ENOTCONN;
-	w = malloc(sizeof(*w));
+	w = malloc(sizeof(*w) + len);
 	if (!w)
 		return -ENOMEM;
 	w->x = x;
@@ -163,6 +295,8 @@ static int queue(struct xconn *x, const void *msg, size_t len, const void *paylo
 	w->has_rx = rx != NULL;
 	if (rx)
 		w->rx = *rx;
+	w->reply = is_reply(h->type);
+	w->cost = sizeof(*w) + len;
 	memcpy(w->msg, msg, len);
 	bufs[0] = uv_buf_init((char *)w->msg, (unsigned)len);
 	bufs[1] = uv_buf_init((char *)payload, (unsigned)plen);
@@ -171,6 +305,12 @@ static int queue(struct xconn *x, const void *msg, size_t len, const void *paylo
 		free(w);
 		return -ENOTCONN;
 	}
+	if (w->reply) {
+		x->reply_cost += w->cost;
+		x->replies++;
+		read_pause(x);
+	}
+	stall_arm(x);
 	return 0;
 }
 
@@ -546,7 +686,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 	x->resolving = false;
 	if (x->closing) {
 		uv_freeaddrinfo(res);
-		uv_close((uv_handle_t *)&x->tcp, on_closed);
+		close_handles(x);
 		return;
 	}
 	if (status < 0) {
@@ -575,7 +715,10 @@ static struct xconn *xconn_new(struct tcp_transport *t)
 		free(x);
 		return NULL;
 	}
+	uv_timer_init(&t->base.m->loop, &x->stall);
 	x->tcp.data = x;
+	x->stall.data = x;
+	x->handles = 2;
 	return x;
 }
 

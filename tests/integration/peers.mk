@@ -21,3 +21,11 @@ tests_integration_test_peers_io_LDADD = libclient/librdmaproxy.la
 tests_integration_test_peers_io_LDFLAGS = $(AM_LDFLAGS) -no-install
 TESTS += tests/integration/test-peers.sh
 EXTRA_DIST += tests/integration/test-peers.sh
+
+# A raw peer that misbehaves (unauthenticated HELLOs; a flood of READs it never
+# reads the replies of), built on the daemon's own codec and handshake.
+check_PROGRAMS += tests/integration/test-peers-raw
+tests_integration_test_peers_raw_SOURCES = tests/integration/test-peers-raw.c \
+	daemon/peer_proto.c daemon/peer_proto.h daemon/peer_hs.c daemon/peer_hs.h
+tests_integration_test_peers_raw_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
+tests_integration_test_peers_raw_LDADD = $(SODIUM_LIBS)

@@ -3,10 +3,15 @@
 # write/read/send/notify with checksums at several sizes, many clients at
 # once, a peer SIGKILLed in the middle of transfers (exactly-once reports,
 # survivor healthy, reconnection, stale handles), wrong key and unknown peer
-# rejected, peers removed and added by a SIGHUP reload.
+# rejected, peers removed and added by a SIGHUP reload. Misbehaving peers
+# (test-peers-raw): unauthenticated HELLOs naming a configured peer disturb
+# no genuine link; a peer flooding requests it never reads the replies of
+# leaves the daemon's memory bounded and is dropped.
 . "$(dirname "$0")/lib.sh"
 
 IO="$top_builddir/tests/integration/test-peers-io"
+RAW="$top_builddir/tests/integration/test-peers-raw"
+CTL="$top_builddir/libclient/rdmaproxyctl"
 SIZES=${PEER_TEST_SIZES:-"1 4096 1M 64M"}
 
 free_port() {
@@ -14,7 +19,7 @@ free_port() {
 }
 
 declare -A PORT PID
-for n in A B C D E; do PORT[$n]=$(free_port); done
+for n in A B C D E F N Y Z; do PORT[$n]=$(free_port); done
 printf 'shared-secret-key-for-tests-0001\n' >"$T_DIR/good.key"
 printf 'another-secret-that-does-not-fit\n' >"$T_DIR/bad.key"
 chmod 600 "$T_DIR"/*.key
@@ -53,6 +58,18 @@ up() { # up NODE PEER [SECONDS]: NODE's log says PEER is up (after LINE)
 }
 
 lines() { wc -l <"$T_DIR/$1.log"; }
+
+# state_is NODE PEER STATE: rdmaproxyctl on NODE says PEER is in STATE.
+state_is() {
+	if command -v jq >/dev/null 2>&1; then
+		RDMAPROXY_SOCKET="$T_DIR/$1.sock" "$CTL" --json peers |
+			jq -e ".peers[] | select(.name == \"$2\") | .state == \"$3\"" >/dev/null
+	else
+		RDMAPROXY_SOCKET="$T_DIR/$1.sock" "$CTL" peers | grep -Eq "^$2 +[^ ]+ +tcp +$3( |\$)"
+	fi
+}
+
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
 io() { # io NODE ARGS...
 	RDMAPROXY_SOCKET="$T_DIR/$1.sock" "$IO" "${@:2}"
@@ -195,6 +212,81 @@ conf A B C
 kill -HUP "${PID[A]}"
 up A C 15 "$mark"
 ok $? "reload: added peer connects"
+
+# ---- unauthenticated HELLOs naming a configured peer ----
+# Z must dial Y (Y has a wrong address for Z), while a stranger keeps
+# connections open to Z whose HELLO names Y and which never authenticate:
+# they must neither close Z's own attempts nor hold back its dialling.
+conf Z Y
+conf Y Z
+sed -i "s|^address = .*|address = 127.0.0.1:${PORT[N]}|" "$T_DIR/Y.conf"
+start Z
+"$RAW" hello "${PORT[Z]}" Y 20 >"$T_DIR/hello.out" 2>&1 &
+hello=$!
+wait_for 5 grep -q started "$T_DIR/hello.out"
+sleep 0.5
+start Y
+wait_for 10 state_is Z Y up
+ok $? "strangers' HELLOs naming Y: Z's link to Y still comes up" || diag "$T_DIR/Z.log"
+wait_for 5 state_is Y Z up
+ok $? "... and Y sees Z up"
+spawn zy Y export zy 64K 1
+said zy ready
+io Z xfer Y zy 64K 11 >/dev/null 2>&1
+ok $? "... and transfers Z -> Y work while the strangers stay connected"
+finish zy
+wait_for 6 grep -q "peer connection from .* (as Y) closed: handshake timeout" "$T_DIR/Z.log"
+ok $? "the strangers' connections end by the handshake timeout"
+kill "$hello" 2>/dev/null
+wait "$hello" 2>/dev/null
+for n in Y Z; do stop_daemon "${PID[$n]}"; done
+
+# ---- a peer that floods requests and never reads the replies ----
+# It authenticates as F (configured on A with the right key), looks an
+# export up, then sends READs of it and never reads again. Before
+# backpressure every READ queued a reply (and pinned the region) forever.
+conf A B C F
+kill -HUP "${PID[A]}"
+spawn fl A export fl 1M 0
+said fl ready
+spawn fb B export fb 64K 2
+said fb ready
+wait_for 5 sh -c "grep -q 'peer F: .* -> backoff' '$T_DIR/A.log'"
+mark=$(lines A)
+rss0=$(rss_kb "${PID[A]}")
+"$RAW" flood "${PORT[A]}" F A "$T_DIR/good.key" fl 200000 8 >"$T_DIR/flood.out" 2>&1 &
+flood=$!
+wait_for 10 grep -q ready "$T_DIR/flood.out"
+ok $? "a raw client authenticates as F and looks the export up" || diag "$T_DIR/flood.out"
+max=$rss0
+xfer_rc=
+i=0
+while kill -0 "$flood" 2>/dev/null; do
+	r=$(rss_kb "${PID[A]}")
+	[ "${r:-0}" -gt "$max" ] && max=$r
+	i=$((i + 1))
+	if [ -z "$xfer_rc" ] && [ $i -ge 15 ]; then
+		# 1.5 s into the flood: A has long stopped reading from F.
+		io A xfer B fb 64K 13 >/dev/null 2>&1
+		xfer_rc=$?
+	fi
+	sleep 0.1
+done
+wait "$flood"
+flood_rc=$?
+diag "$T_DIR/flood.out"
+echo "# A's VmRSS: $rss0 kB before the flood, at most $max kB during it"
+[ $((max - rss0)) -lt 32768 ]
+ok $? "flood of READs never read: A's memory grows by less than 32 MiB"
+[ "$flood_rc" -eq 0 ] && tail -n +"$mark" "$T_DIR/A.log" | grep -q "peer F: link .* lost: the peer is not reading"
+ok $? "A drops the flooding peer and logs why" ||
+	tail -n +"$mark" "$T_DIR/A.log" | grep "peer F" | tail -5 | diag
+[ "${xfer_rc:-1}" -eq 0 ]
+ok $? "during the flood, A's clients still transfer to B"
+io A xfer B fb 64K 14 >/dev/null 2>&1
+ok $? "after it, too"
+finish fb # first: its client holds fl's fifo open too
+finish fl
 
 for n in A B C; do
 	stop_daemon "${PID[$n]}"
