@@ -257,6 +257,14 @@ struct vtransport {
 	int resp_res, init_depth; /* RDMA READs in flight, both directions */
 	bool listen_dead;	  /* DEVICE_REMOVAL on the listener */
 	bool freeing;
+	/*
+	 * A loop callback is working on the transport: a conn_destroy() inside
+	 * it can make the peer layer free the transport (the last link of a
+	 * stopping daemon), so vp_free() only marks it and the callback frees
+	 * it on the way out.
+	 */
+	unsigned busy;
+	bool free_pending;
 };
 
 /* ---- verbs_peer.c -> verbs_peer_io.c ---- */
@@ -291,6 +299,8 @@ int vp_init(struct vtransport *t, struct rdev *d, const struct config *cfg, uint
 int vp_cm_fd(const struct vtransport *t);
 void vp_fini(struct vtransport *t);
 /* ops->free (verbs_peer_uv.c): closes the glue, then vp_fini(). */
+/* End of a loop callback's work on @t; true if @t was freed (see busy). */
+bool vp_leave(struct vtransport *t);
 void vp_free(struct transport *t);
 
 /* ---- verbs_peer_uv.c ---- */

@@ -33,14 +33,19 @@ static void on_cm(uv_poll_t *p, int status, int events)
 		log_err("rdma_cm event channel: %s", uv_strerror(status));
 		return;
 	}
+	g->t->busy++;
 	vp_on_cm(g->t);
+	vp_leave(g->t);
 }
 
 static void on_timer(uv_timer_t *tm)
 {
 	struct vp_glue *g = tm->data;
+	bool again;
 
-	if (vp_on_tick(g->t))
+	g->t->busy++;
+	again = vp_on_tick(g->t);
+	if (!vp_leave(g->t) && again)
 		uv_timer_start(&g->timer, on_timer, VP_TICK_MS, 0);
 }
 
@@ -49,7 +54,9 @@ static void on_idle(uv_idle_t *h)
 	struct vp_glue *g = h->data;
 
 	uv_idle_stop(h);
+	g->t->busy++;
 	vp_on_flush(g->t);
+	vp_leave(g->t);
 }
 
 int vp_glue_new(struct manager *m, int cm_fd, struct vtransport *t, struct vp_glue **ret)
@@ -116,14 +123,31 @@ void vp_glue_free(struct vp_glue *g)
 	uv_close((uv_handle_t *)&g->idle, on_closed);
 }
 
-void vp_free(struct transport *xt)
+static void free_now(struct vtransport *t)
 {
-	struct vtransport *t = (struct vtransport *)xt;
-
 	/* The poll handle leaves epoll in uv_close(), before the channel's fd goes. */
 	vp_glue_free(t->g);
 	vp_fini(t);
 	free(t);
+}
+
+bool vp_leave(struct vtransport *t)
+{
+	if (--t->busy || !t->free_pending)
+		return false;
+	free_now(t);
+	return true;
+}
+
+void vp_free(struct transport *xt)
+{
+	struct vtransport *t = (struct vtransport *)xt;
+
+	if (t->busy) {
+		t->free_pending = true;
+		return;
+	}
+	free_now(t);
 }
 
 int verbs_transport_new(struct manager *m, struct transport **ret)
