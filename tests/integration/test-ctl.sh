@@ -71,8 +71,10 @@ ok $? "status --json: valid, node/transport/totals"
 diag "$T_DIR/status.json"
 
 # --- load: 40 regions with exports, traffic with one error, 60 more clients -----
-coproc LOADP { "$LOAD" 40 65536 60 2>&1; }
-T_PIDS+=($LOADP_PID)
+coproc LOADP { "$LOAD" 40 65536 60 2>"$T_DIR/load.err"; }
+# bash unsets LOADP_PID as soon as the coprocess ends: keep our own copy.
+LOAD_PID=$LOADP_PID
+T_PIDS+=($LOAD_PID)
 read -r -t 20 line <&"${LOADP[0]}"
 [ "$line" = ready ]
 ok $? "the load client is ready ($line)"
@@ -195,8 +197,9 @@ ok $? "the daemon still answers after the rejected reload"
 
 # --- the end ----------------------------------------------------------------------
 exec {LOADP[1]}>&-
-wait "$LOADP_PID"
+wait "$LOAD_PID"
 ok $? "the load client exits cleanly"
+diag "$T_DIR/load.err"
 wait_for 5 sh -c "'$CTL' --json clients | jq -e '(.clients | length) == 1'"
 ok $? "its 61 sessions are gone from the list"
 stop_daemon "$PID"
