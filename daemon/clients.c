@@ -17,6 +17,7 @@
 
 #include "log.h"
 #include "manager.h"
+#include "rp-fdpass.h"
 #include "session.h"
 
 /* Up to this many fds are received per packet so that extra ones can be closed. */
@@ -254,31 +255,6 @@ static void close_fds(int *fds, int n)
 		close(fds[i]);
 }
 
-/* Collect every passed fd so that none can leak, however many came. */
-static int take_fds(struct msghdr *mh, int *fds, int max)
-{
-	struct cmsghdr *cm;
-	int n = 0;
-
-	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
-		size_t k, i;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (i = 0; i < k; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (n < max)
-				fds[n++] = fd;
-			else
-				close(fd);
-		}
-	}
-	return n;
-}
-
 /*
  * Read one packet. >0: its length, with the passed fds in @fds/@nfds;
  * 0: nothing pending; <0: end the session (why in @why), fds already closed.
@@ -300,7 +276,7 @@ static int read_packet(struct session *s, char *buf, size_t len, int *fds, int *
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	/* On error the kernel leaves msg_controllen as it was: nothing was received. */
-	*nfds = n >= 0 ? take_fds(&mh, fds, MAX_RECV_FDS) : 0;
+	*nfds = n >= 0 ? rp_take_fds(&mh, fds, MAX_RECV_FDS) : 0;
 	if (n <= 0) {
 		close_fds(fds, *nfds);
 		*why = n == 0 ? "hang-up" : strerror(errno);

@@ -20,7 +20,7 @@ daemon_rdmaproxyd_SOURCES = \
 	daemon/log.c daemon/log.h \
 	daemon/util.c daemon/util.h \
 	daemon/memguard.c daemon/memguard.h \
-	include/rp-proto.h include/rp-ring.h include/rdmaproxy.h
+	include/rp-proto.h include/rp-ring.h include/rp-fdpass.h include/rdmaproxy.h
 daemon_rdmaproxyd_CFLAGS = $(AM_CFLAGS) $(UV_CFLAGS) $(IBVERBS_CFLAGS) $(RDMACM_CFLAGS) \
 	$(INIH_CFLAGS) $(SYSTEMD_CFLAGS) $(SODIUM_CFLAGS)
 daemon_rdmaproxyd_LDADD = $(UV_LIBS) $(IBVERBS_LIBS) $(RDMACM_LIBS) $(INIH_LIBS) $(SYSTEMD_LIBS) \

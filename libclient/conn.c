@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "rdmaproxy.h"
+#include "rp-fdpass.h"
 
 #define MAX_REPLY_FDS 8
 
@@ -38,30 +39,6 @@ static void close_fds(int *fds, int n)
 
 	for (i = 0; i < n; i++)
 		close(fds[i]);
-}
-
-static int take_fds(struct msghdr *mh, int *fds)
-{
-	struct cmsghdr *cm;
-	int n = 0;
-
-	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
-		size_t k, i;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (i = 0; i < k; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (n < MAX_REPLY_FDS)
-				fds[n++] = fd;
-			else
-				close(fd);
-		}
-	}
-	return n;
 }
 
 static int send_req(struct rp_conn *c, uint16_t type, const void *body, size_t len, int fd)
@@ -124,7 +101,7 @@ static int recv_reply(struct rp_conn *c, uint16_t type, void *reply, size_t repl
 	do
 		n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
-	*nfds = n > 0 ? take_fds(&mh, fds) : 0;
+	*nfds = n > 0 ? rp_take_fds(&mh, fds, MAX_REPLY_FDS) : 0;
 	if (n == 0 || (n < 0 && errno == ECONNRESET))
 		return -RP_EDAEMON;
 	if (n < 0)

@@ -7,7 +7,7 @@ libclient_librdmaproxy_la_SOURCES = \
 	libclient/conn.c libclient/conn.h \
 	libclient/client.c libclient/client.h \
 	libclient/ring.c libclient/error.c \
-	include/rdmaproxy.h include/rp-proto.h include/rp-ring.h
+	include/rdmaproxy.h include/rp-proto.h include/rp-ring.h include/rp-fdpass.h
 libclient_librdmaproxy_la_CPPFLAGS = $(AM_CPPFLAGS) -DRP_BUILDING_LIBRARY
 libclient_librdmaproxy_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # current 1, age 0: the soname is librdmaproxy.so.1.
