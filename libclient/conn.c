@@ -41,7 +41,7 @@ static void close_fds(int *fds, int n)
 		close(fds[i]);
 }
 
-static int send_req(struct rp_conn *c, uint16_t type, const void *body, size_t len, int fd)
+int conn_send(struct rp_conn *c, uint16_t type, const void *body, size_t len, int fd)
 {
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
 	struct rp_hdr *h = (struct rp_hdr *)buf;
@@ -126,7 +126,7 @@ int conn_request(struct rp_conn *c, uint16_t type, const void *body, size_t len,
 {
 	int fds[MAX_REPLY_FDS], nfds = 0, r;
 
-	r = send_req(c, type, body, len, fd);
+	r = conn_send(c, type, body, len, fd);
 	if (r == 0)
 		r = recv_reply(c, type, reply, replylen, fds, &nfds);
 	if (nfds) {
@@ -166,7 +166,7 @@ static int hello(struct rp_conn *c, int *ret_fds)
 	};
 	int fds[MAX_REPLY_FDS], nfds = 0, r;
 
-	r = send_req(c, RP_MSG_HELLO, &req, sizeof(req), -1);
+	r = conn_send(c, RP_MSG_HELLO, &req, sizeof(req), -1);
 	if (r == 0)
 		r = recv_reply(c, RP_MSG_HELLO, &c->hello, sizeof(c->hello), fds, &nfds);
 	if (r == -EACCES)

@@ -39,6 +39,12 @@ int conn_open(struct rp_conn *c, const char *path, int *fds);
 int conn_request(struct rp_conn *c, uint16_t type, const void *body, size_t len, int fd,
 		 void *reply, size_t replylen);
 
+/*
+ * Send one request (with @fd attached if >= 0) without waiting: for callers
+ * with replies of their own shape (the admin tool's pages). 0 or <0.
+ */
+int conn_send(struct rp_conn *c, uint16_t type, const void *body, size_t len, int fd);
+
 void conn_close(struct rp_conn *c);
 
 #endif

@@ -14,28 +14,6 @@
 
 #include "rdmaproxy.h"
 
-static int send_packet(struct rp_conn *c, uint16_t type, const void *body, size_t len)
-{
-	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
-	struct rp_hdr *h = (struct rp_hdr *)buf;
-	ssize_t n;
-
-	if (sizeof(*h) + len > sizeof(buf))
-		return -EMSGSIZE;
-	memset(h, 0, sizeof(*h));
-	h->len = (uint32_t)(sizeof(*h) + len);
-	h->type = type;
-	h->seq = ++c->seq;
-	if (len)
-		memcpy(buf + sizeof(*h), body, len);
-	do
-		n = send(c->fd, buf, h->len, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return errno == EPIPE || errno == ECONNRESET ? -RP_EDAEMON : -errno;
-	return 0;
-}
-
 /* The reply to the last request: its status, with the body in @reply. */
 static int recv_packet(struct rp_conn *c, uint16_t type, void *reply, size_t cap, size_t *ret_len,
 		       char *why, size_t whylen)
@@ -79,7 +57,7 @@ static int recv_packet(struct rp_conn *c, uint16_t type, void *reply, size_t cap
 int ctl_request(struct rp_conn *c, uint16_t type, const void *body, size_t len, void *reply,
 		size_t cap, size_t *ret_len, char *why, size_t whylen)
 {
-	int r = send_packet(c, type, body, len);
+	int r = conn_send(c, type, body, len, -1);
 
 	if (r == 0)
 		r = recv_packet(c, type, reply, cap, ret_len, why, whylen);
