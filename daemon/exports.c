@@ -89,12 +89,21 @@ int export_add(struct clients *c, struct region *r, const char *name, uint32_t a
  */
 void export_release_mr(struct export *e)
 {
+	struct session *s = e->waiter;
+
 	if (!e->dead || e->ops)
 		return;
 	e->xport = vmr_dereg(e->xport);
 	if (e->xregion)
 		region_unref(e->xregion);
 	e->xregion = NULL;
+	if (s) {
+		/* Nothing can reach the memory any more: the UNEXPORT is done. */
+		e->waiter = NULL;
+		if (!s->dead)
+			session_reply(s, &e->waiter_h, 0, NULL, 0, NULL, 0);
+		session_put(s);
+	}
 }
 
 void export_unref(struct export *e)
@@ -120,17 +129,35 @@ static void export_kill(struct clients *c, struct export **pp)
 	export_unref(e);
 }
 
-int export_remove(struct clients *c, struct session *s, uint32_t region, const char *name)
+int export_remove(struct clients *c, struct session *s, const struct rp_hdr *h, uint32_t region,
+		  const char *name)
 {
-	struct export **pp;
+	struct export **pp, *e;
+	int r;
 
 	for (pp = &c->exports; *pp; pp = &(*pp)->next) {
 		if (strcmp((*pp)->name, name))
 			continue;
 		if ((*pp)->s != s || (*pp)->region->id != region)
 			return -ENOENT;
+		e = *pp;
+		e->refs++;
 		export_kill(c, pp);
-		return 0;
+		/*
+		 * Peers that may still hold its rkey, or local verbs ops, keep the
+		 * MR (and so the client's memory) reachable: the client hears
+		 * "done" only when they are gone, so after rp_region_unexport()
+		 * returns nothing writes into the region through this export.
+		 */
+		r = 0;
+		if (e->xport && e->ops) {
+			e->waiter = s;
+			e->waiter_h = *h;
+			s->ops_pending++;
+			r = 1;
+		}
+		export_unref(e);
+		return r;
 	}
 	return -ENOENT;
 }

@@ -291,8 +291,12 @@ void peer_x_failed(struct peer_link *l, int err, const char *why)
 
 		if (was_up)
 			pr->up = NULL;
-		if (pr->out == l)
+		if (pr->out == l) {
 			pr->out = NULL;
+			/* Ops parked for a replay waited for this attempt; the link that is up stays. */
+			if (pr->up && !pr->up->closing && !p->stopping)
+				data_link_up(pr->up);
+		}
 		pr->links--;
 		if (was_up)
 			log_warn("peer %s: link %s lost: %s", pr->conf.name, l->addr, reason);
@@ -411,6 +415,7 @@ static void link_up(struct peer_link *l)
 	log_info("peer %s: authenticated, %s link %s over %s, incarnation %016llx",
 		 pr->conf.name, l->outbound ? "outbound" : "inbound", l->addr, l->t->ops->name,
 		 (unsigned long long)inc);
+	data_link_up(l);
 }
 
 static void hs_failed(struct peer_link *l)
@@ -581,6 +586,7 @@ static void on_tick(uv_timer_t *t)
 		next = l->next;
 		tick_link(l, now);
 	}
+	data_tick(p, now);
 	pp = &p->pings;
 	while ((g = *pp)) {
 		if (now < g->deadline_ms) {
@@ -628,6 +634,7 @@ static void maybe_free_peer(struct peer *pr)
 
 	if (pr->links || pr->timer_open)
 		return;
+	data_peer_drop(pr, -RP_EPEERDOWN);
 	for (pp = &pr->p->head; *pp; pp = &(*pp)->next)
 		if (*pp == pr) {
 			*pp = pr->next;
@@ -683,6 +690,7 @@ static void peer_remove(struct peer *pr, const char *why)
 	pr->removed = true;
 	uv_timer_stop(&pr->backoff);
 	set_state(pr, PEER_DOWN, why);
+	data_peer_drop(pr, -RP_EPEERDOWN);
 	if (pr->out) {
 		link_close(pr->out, -ESHUTDOWN, why);
 		pr->out = NULL;
@@ -818,6 +826,7 @@ void peers_shutdown(struct peers *p)
 	for (pr = p->head; pr; pr = pr->next) {
 		if (!pr->removed)
 			set_state(pr, PEER_DOWN, "shutting down");
+		data_peer_drop(pr, -RP_EPEERDOWN);
 		if (pr->timer_open && !uv_is_closing((uv_handle_t *)&pr->backoff))
 			uv_close((uv_handle_t *)&pr->backoff, on_closed_nothing);
 	}

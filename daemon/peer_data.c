@@ -23,7 +23,8 @@
 struct pop {
 	struct peer_op op; /* first: the transport sees this part */
 	struct pop *prev, *next;
-	struct peer_link *link;
+	struct peer_link *link; /* NULL while parked on the peer for a replay */
+	struct peer *peer;
 	struct session *s;
 	struct uid_acct *acct;
 	uint64_t cookie;
@@ -38,6 +39,19 @@ struct plookup {
 	char name[RP_NAME_MAX];
 };
 
+/* An export withdrawn here whose MR waits for one link's PP_REVOKE_R. */
+struct prevoke {
+	struct prevoke *next;
+	struct export *e; /* referenced, and its MR pinned (e->ops) */
+	uint64_t id;
+	uint64_t deadline_ms;
+};
+
+/* How long an importer may take to confirm a withdrawal before the MR goes anyway. */
+#define REVOKE_WAIT_MS 5000
+/* How long an op flushed behind a refused request waits for the peer's next link. */
+#define REPLAY_WAIT_MS 5000
+
 /* What an incoming request holds while its bytes move. */
 struct rxtok {
 	struct region *region; /* referenced */
@@ -50,6 +64,7 @@ struct rxtok {
 struct remote {
 	char peer[RP_NAME_MAX];
 	uint64_t inc, id, len;
+	bool revoked; /* the exporter withdrew it (PP_REVOKE, or its device said so) */
 	uint32_t access;
 	uint32_t xinfo_len;
 	uint8_t xinfo[PEER_XINFO_MAX];
@@ -236,7 +251,7 @@ static void pop_unlink(struct pop *o)
 static void pop_report(struct pop *o, int status)
 {
 	struct session *s = o->s;
-	struct peer *pr = o->link->peer;
+	struct peer *pr = o->peer;
 	struct rp_cqe cqe = {
 		.cookie = o->cookie,
 		.len = status ? 0 : (uint32_t)o->op.len,
@@ -262,12 +277,47 @@ static void pop_report(struct pop *o, int status)
 	free(o);
 }
 
+/*
+ * The peer withdrew its export @id (a PP_REVOKE, or an op refused with
+ * RP_EUNEXPORTED): every handle to it fails later ops at once, and ops
+ * parked for a replay that target it are not sent again.
+ */
+static void mark_revoked(struct peers *p, struct peer *pr, uint64_t inc, uint64_t id)
+{
+	struct session *s;
+	uint32_t i;
+
+	if (!pr)
+		return;
+	pr->dead_ids[pr->dead_next++ % PEER_DEAD_IDS] = id;
+	for (s = p->m->clients->head; s; s = s->next)
+		for (i = 1; i <= s->remotes.n; i++) {
+			struct export *e = idtab_get(&s->remotes, i);
+			struct remote *rm = e ? e->remote : NULL;
+
+			if (rm && rm->id == id && rm->inc == inc && !strcmp(rm->peer, pr->conf.name))
+				rm->revoked = true;
+		}
+}
+
+static bool known_revoked(const struct peer *pr, uint64_t id)
+{
+	unsigned i;
+
+	for (i = 0; i < PEER_DEAD_IDS; i++)
+		if (pr->dead_ids[i] == id)
+			return true;
+	return false;
+}
+
 void peer_x_op_done(struct peer_op *op, int status)
 {
 	struct pop *o = (struct pop *)op;
 	struct peer_link *l = o->link;
 
 	pop_unlink(o);
+	if (status == -RP_EUNEXPORTED && op->kind != PEER_OP_SEND)
+		mark_revoked(l->p, l->peer, op->export_inc, op->export_id);
 	pop_report(o, status);
 	data_check_drained(l);
 }
@@ -290,6 +340,7 @@ static int submit(struct session *s, struct peer_link *l, struct pop *o, const s
 	int r;
 
 	o->link = l;
+	o->peer = l->peer;
 	o->s = s;
 	o->acct = s->acct;
 	o->cookie = q->cookie;
@@ -327,6 +378,8 @@ int peers_submit_rw(struct session *s, const struct rp_sqe *q, struct export *e)
 		return err;
 	if (l->remote_inc != rm->inc)
 		return -RP_ESTALE;
+	if (rm->revoked)
+		return -RP_EUNEXPORTED;
 	/* Early answers from what LOOKUP said; the exporter checks again anyway. */
 	if (!(rm->access & (wr ? RP_ACCESS_REMOTE_WRITE : RP_ACCESS_REMOTE_READ)))
 		return -RP_EREMOTEACCESS;
@@ -365,15 +418,204 @@ int peers_submit_send(struct session *s, const struct rp_sqe *q, const char *pee
 	return submit(s, l, o, q);
 }
 
-void data_link_failed(struct peer_link *l)
+/* ---- Withdrawals (PP_REVOKE): the exporting side. ---- */
+
+static void revoke_release(struct prevoke *rv)
 {
-	struct plookup *lk;
+	struct export *e = rv->e;
+
+	e->ops--;
+	export_release_mr(e);
+	export_unref(e);
+	free(rv);
+}
+
+static void revoke_start(struct peer_link *l, struct export *e, uint64_t inc)
+{
+	struct prevoke *rv = calloc(1, sizeof(*rv));
+	struct pp_revoke m;
+
+	memset(&m, 0, sizeof(m));
+	pp_hdr_init(&m.h, PP_REVOKE, 0);
+	m.export_id = e->peer_id;
+	m.export_inc = inc;
+	/* No memory for the bookkeeping: withdraw without waiting (the QP may fail). */
+	if (link_send(l, &m, sizeof(m)) < 0 || !rv) {
+		free(rv);
+		return;
+	}
+	rv->e = e;
+	rv->id = e->peer_id;
+	rv->deadline_ms = peer_now_ms() + REVOKE_WAIT_MS;
+	e->refs++;
+	e->ops++;
+	rv->next = l->revokes;
+	l->revokes = rv;
+}
+
+static void on_revoke_r(struct peer_link *l, const struct pp_revoke *m)
+{
+	struct prevoke **pp, *rv;
+
+	for (pp = &l->revokes; (rv = *pp); pp = &rv->next)
+		if (rv->id == m->export_id)
+			break;
+	if (!rv || m->export_inc != l->p->m->incarnation) {
+		/* Late (we stopped waiting) or for a previous incarnation: nothing to do. */
+		log_debug("peer %s confirmed a withdrawal of export %llu nobody waits for",
+			  l->peer ? l->peer->conf.name : l->addr,
+			  (unsigned long long)m->export_id);
+		return;
+	}
+	*pp = rv->next;
+	revoke_release(rv);
+}
+
+/* ---- Withdrawals: the importing side. ---- */
+
+static void on_revoke(struct peer_link *l, const struct pp_revoke *m)
+{
+	struct pp_revoke r = *m;
+	int err;
+
+	if (m->export_inc == l->remote_inc)
+		mark_revoked(l->p, l->peer, m->export_inc, m->export_id);
+	pp_hdr_init(&r.h, PP_REVOKE_R, 0);
+	err = l->t->ops->revoke ? l->t->ops->revoke(l->x, m->export_id, &r, sizeof(r))
+				: link_send(l, &r, sizeof(r));
+	if (err < 0)
+		link_close(l, err, "cannot confirm a withdrawal");
+}
+
+/* ---- Replays: ops that certainly did not execute when their link failed. ---- */
+
+static void park(struct pop *o, struct peer *pr)
+{
+	struct pop **pp;
+
+	o->link = NULL;
+	o->next = NULL;
+	if (!pr->parked)
+		pr->parked_ms = peer_now_ms();
+	for (pp = &pr->parked; *pp; pp = &(*pp)->next)
+		;
+	*pp = o;
+}
+
+void data_peer_drop(struct peer *pr, int status)
+{
 	struct pop *o;
 
+	while ((o = pr->parked)) {
+		pr->parked = o->next;
+		o->next = NULL;
+		pop_report(o, status);
+	}
+}
+
+void data_link_up(struct peer_link *l)
+{
+	struct peer *pr = l->peer;
+	struct pop *o, *list = pr->parked;
+	unsigned n = 0;
+
+	/*
+	 * Our own connection attempt is still running and may supersede @l
+	 * (duplicate links): wait for the link that stays (peer_x_failed() and
+	 * link_up() call again).
+	 */
+	if (!pr->parked || (pr->out && pr->out != l))
+		return;
+	pr->parked = NULL;
+	while ((o = list)) {
+		list = o->next;
+		o->next = NULL;
+		if (o->op.refused) {
+			bool same = o->op.export_inc == l->remote_inc;
+
+			if (same)
+				mark_revoked(l->p, pr, o->op.export_inc, o->op.export_id);
+			pop_report(o, same ? -RP_EUNEXPORTED : -RP_EPEERDOWN);
+			continue;
+		}
+		if (o->op.kind != PEER_OP_SEND &&
+		    (o->op.export_inc != l->remote_inc || known_revoked(pr, o->op.export_id))) {
+			pop_report(o, o->op.export_inc != l->remote_inc ? -RP_ESTALE
+									: -RP_EUNEXPORTED);
+			continue;
+		}
+		o->op.posted = o->op.replay = o->op.refused = false;
+		o->link = l;
+		o->prev = NULL;
+		o->next = l->ops;
+		if (l->ops)
+			l->ops->prev = o;
+		l->ops = o;
+		if (l->t->ops->submit(l->x, &o->op) < 0) {
+			pop_unlink(o);
+			pop_report(o, -RP_EPEERDOWN);
+			continue;
+		}
+		n++;
+	}
+	if (n)
+		log_info("peer %s: %u operation%s flushed on the failed link sent again", pr->conf.name,
+			 n, n == 1 ? "" : "s");
+}
+
+void data_tick(struct peers *p, uint64_t now)
+{
+	struct peer_link *l;
+	struct peer *pr;
+
+	for (l = p->links; l; l = l->next) {
+		struct prevoke **pp = &l->revokes, *rv;
+
+		while ((rv = *pp)) {
+			if (now < rv->deadline_ms) {
+				pp = &rv->next;
+				continue;
+			}
+			log_warn("peer %s did not confirm the withdrawal of export %llu within %u s; "
+				 "deregistering it anyway",
+				 l->peer ? l->peer->conf.name : l->addr, (unsigned long long)rv->id,
+				 REVOKE_WAIT_MS / 1000);
+			*pp = rv->next;
+			revoke_release(rv);
+		}
+	}
+	for (pr = p->head; pr; pr = pr->next)
+		if (pr->parked && now - pr->parked_ms > REPLAY_WAIT_MS)
+			data_peer_drop(pr, -RP_EPEERDOWN);
+}
+
+void data_link_failed(struct peer_link *l)
+{
+	struct peer *pr = l->peer;
+	struct plookup *lk;
+	struct prevoke *rv;
+	struct pop *o, *batch = NULL;
+	bool may_replay = pr && !pr->removed && !l->p->stopping;
+
+	/* The connection is gone: nothing of it can reach an export any more. */
+	while ((rv = l->revokes)) {
+		l->revokes = rv->next;
+		revoke_release(rv);
+	}
 	while ((o = l->ops)) {
 		pop_unlink(o);
+		if (o->op.replay && may_replay) {
+			/* l->ops is newest first: this restores submission order. */
+			o->next = batch;
+			batch = o;
+			continue;
+		}
 		/* Posted: it may have happened. Never posted: it certainly did not. */
 		pop_report(o, o->op.posted ? -RP_EOUTCOME : -RP_EPEERDOWN);
+	}
+	while ((o = batch)) {
+		batch = o->next;
+		park(o, pr);
 	}
 	while ((lk = l->lookups)) {
 		l->lookups = lk->next;
@@ -403,6 +645,13 @@ void peers_export_gone(struct manager *m, struct export *e)
 		p->tcp->ops->export_gone(p->tcp, e);
 	if (p->verbs && p->verbs->ops->export_gone)
 		p->verbs->ops->export_gone(p->verbs, e);
+	{
+		struct peer_link *l;
+
+		for (l = p->links; l; l = l->next)
+			if (l->up && !l->closing)
+				revoke_start(l, e, m->incarnation);
+	}
 }
 
 /* ---- Requests from a peer. ---- */
@@ -614,6 +863,7 @@ void data_on_ctrl(struct peer_link *l, const void *msg, size_t len)
 		struct pp_lookup lk;
 		struct pp_lookup_r lr;
 		struct pp_notify nt;
+		struct pp_revoke rv;
 	} m;
 
 	if (len > sizeof(m)) {
@@ -633,6 +883,12 @@ void data_on_ctrl(struct peer_link *l, const void *msg, size_t len)
 		return;
 	case PP_NOTIFY_R:
 		return; /* for the verbs transport's own bookkeeping; nothing here */
+	case PP_REVOKE:
+		on_revoke(l, &m.rv);
+		return;
+	case PP_REVOKE_R:
+		on_revoke_r(l, &m.rv);
+		return;
 	default:
 		link_close(l, -EPROTO, "unexpected message type");
 		return;

@@ -21,10 +21,12 @@
 #define PEER_PING_TIMEOUT_MS 5000
 #define PEER_BACKOFF_MIN_MS 100
 #define PEER_BACKOFF_MAX_MS 30000
+#define PEER_DEAD_IDS 32
 
 struct pop;
 struct plookup;
 struct pping;
+struct prevoke;
 
 struct peer {
 	struct peers *p;
@@ -45,6 +47,10 @@ struct peer {
 	bool ever_up;
 	uint64_t incarnation;
 	int64_t rtt_us;
+	struct pop *parked;	       /* ops to send again on the next link (oldest first) */
+	uint64_t parked_ms;	       /* when the first of them was parked */
+	uint64_t dead_ids[PEER_DEAD_IDS]; /* exports it withdrew lately (replays skip them) */
+	unsigned dead_next;
 	uint64_t bytes_out, bytes_in, ops_out, ops_in, errors, reconnects;
 };
 
@@ -69,6 +75,7 @@ struct peer_link {
 	int err;
 	struct pop *ops;	  /* client ops in flight on this link */
 	struct plookup *lookups;  /* LOOKUPs waiting for their reply */
+	struct prevoke *revokes;  /* our withdrawals it has not confirmed yet */
 };
 
 struct peers {
@@ -97,5 +104,11 @@ void data_on_ctrl(struct peer_link *l, const void *msg, size_t len);
 void data_link_failed(struct peer_link *l);
 /* A draining link with nothing in flight is closed. */
 void data_check_drained(struct peer_link *l);
+/* @l authenticated: send the ops parked for a replay on it. */
+void data_link_up(struct peer_link *l);
+/* Report the ops parked on @pr with @status (peer removed, shutdown). */
+void data_peer_drop(struct peer *pr, int status);
+/* Once a second: withdrawal and replay deadlines. */
+void data_tick(struct peers *p, uint64_t now);
 
 #endif

@@ -31,6 +31,9 @@ size_t pp_fixed_len(uint16_t type)
 		return sizeof(struct pp_lookup_r);
 	case PP_NOTIFY:
 		return sizeof(struct pp_notify);
+	case PP_REVOKE:
+	case PP_REVOKE_R:
+		return sizeof(struct pp_revoke);
 	case PP_NOTIFY_R:
 	case PP_WRITE_R:
 	case PP_SEND_R:
@@ -125,6 +128,7 @@ static int check_body(const void *msg, uint16_t type, const char **why)
 		struct pp_read rd;
 		struct pp_read_r rr;
 		struct pp_send sd;
+		struct pp_revoke rv;
 	} u;
 
 	memcpy(&u, msg, pp_fixed_len(type));
@@ -159,6 +163,11 @@ static int check_body(const void *msg, uint16_t type, const char **why)
 	case PP_NOTIFY:
 		if (u.nt.pad || u.nt.len > PP_PAYLOAD_MAX)
 			FAIL("malformed notify");
+		return 0;
+	case PP_REVOKE:
+	case PP_REVOKE_R:
+		if (!u.rv.export_id || !u.rv.export_inc)
+			FAIL("malformed revoke");
 		return 0;
 	case PP_NOTIFY_R:
 	case PP_WRITE_R:

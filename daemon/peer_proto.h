@@ -40,8 +40,8 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "peer wire format is little-endian");
 
 #define PP_MAGIC 0x52445050u /* "RDPP" */
-#define PP_VERSION_MIN 1
-#define PP_VERSION_MAX 1
+#define PP_VERSION_MIN 2 /* 2: REVOKE / REVOKE_R */
+#define PP_VERSION_MAX 2
 #define PP_NONCE_LEN 32
 #define PP_MAC_LEN 32
 #define PP_REASON_LEN 120
@@ -73,6 +73,8 @@ enum pp_type {
 	PP_LOOKUP_R = 0x0202,
 	PP_NOTIFY = 0x0203, /* out of band, after a one-sided write (verbs) */
 	PP_NOTIFY_R = 0x0204,
+	PP_REVOKE = 0x0205,   /* exporter: stop using this export, then answer */
+	PP_REVOKE_R = 0x0206, /* importer: nothing of mine can touch it any more */
 
 	/* 0x03xx: data (tcp transport; verbs uses one-sided ops instead) */
 	PP_WRITE = 0x0301, /* + payload of len bytes */
@@ -172,6 +174,20 @@ struct pp_notify {
 	uint32_t pad;
 };
 _Static_assert(sizeof(struct pp_notify) == 56, "pp_notify");
+
+/*
+ * REVOKE and REVOKE_R. The exporter withdrew export_id (unexport, region
+ * freed, client gone). The importer refuses every later op on its handles to
+ * it (RP_EUNEXPORTED) and answers once nothing it posted before can still
+ * reach the export; only then does the exporter drop the verbs MR, so a
+ * withdrawal never makes an RC QP fail under the other clients of the link.
+ */
+struct pp_revoke {
+	struct pp_hdr h;
+	uint64_t export_id;
+	uint64_t export_inc;
+};
+_Static_assert(sizeof(struct pp_revoke) == 32, "pp_revoke");
 
 /* NOTIFY_R, WRITE_R, SEND_R */
 struct pp_status {

@@ -331,7 +331,9 @@ static int handle_unexport(struct session *s, const struct rp_hdr *h,
 	int status = -EINVAL;
 
 	if (name_valid(req->name, sizeof(req->name)) && !req->access)
-		status = export_remove(s->owner, s, req->region, req->name);
+		status = export_remove(s->owner, s, h, req->region, req->name);
+	if (status == 1)
+		return 0; /* answered when the export's MR is gone */
 	return session_reply(s, h, status, NULL, 0, NULL, 0);
 }
 

@@ -57,6 +57,8 @@ struct export {
 	struct vmr *xport;	/* verbs: MR with exactly @access; kept while ops run */
 	struct region *xregion; /* referenced while @xport exists */
 	uint64_t peer_id;	/* id given to peers by their LOOKUP (peer_data.c), 0: none */
+	struct session *waiter; /* held: its UNEXPORT is answered once the MR is gone */
+	struct rp_hdr waiter_h;
 	struct remote *remote;	/* a handle to another daemon's export (peer_data.c) */
 	char name[RP_NAME_MAX];
 };
@@ -158,7 +160,13 @@ bool region_range_ok(const struct region *r, uint64_t off, uint64_t len);
 /* exports.c: the node's export and endpoint name tables. */
 bool name_valid(const char *name, size_t size);
 int export_add(struct clients *c, struct region *r, const char *name, uint32_t access);
-int export_remove(struct clients *c, struct session *s, uint32_t region, const char *name);
+/*
+ * Withdraw @name (UNEXPORT request @h of @s). 0: done, answer now. 1: the
+ * answer is sent when the export's MR is gone (peers confirmed, local verbs
+ * ops ended). <0: error.
+ */
+int export_remove(struct clients *c, struct session *s, const struct rp_hdr *h, uint32_t region,
+		  const char *name);
 /* Withdraw every export of @r (region freed or client gone). */
 void export_remove_region(struct clients *c, struct region *r);
 struct export *export_find(struct clients *c, const char *name);

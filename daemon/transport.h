@@ -69,9 +69,15 @@
  *   The initiating daemon's transport gets the blob back in every
  *   peer_op (op->xinfo) and uses it for one-sided ops. ops->export_gone is
  *   called when the export is withdrawn (unexport, region freed, client
- *   gone): verbs deregisters the per-export MR so later one-sided ops fail
- *   with a remote access error (the transport recovers the QP and reports
- *   that op -RP_EREMOTEACCESS, or -RP_EUNEXPORTED if it can tell).
+ *   gone). The peer layer then sends PP_REVOKE on every link that is up and
+ *   keeps the export's verbs MR registered until each answers PP_REVOKE_R
+ *   (the importer's ops->revoke makes sure nothing of it is still in
+ *   flight) or its link is gone; a withdrawal therefore never sends a
+ *   one-sided op into a deregistered MR. If one still does (the link was
+ *   down when the export went, and the importer's handle did not learn),
+ *   the exporter's device refuses it, the QP fails, that op is reported
+ *   -RP_EREMOTEACCESS, and the ops flushed behind it are replayed on the
+ *   next link (op->replay).
  *   Blobs never reach clients: they hold opaque handles only.
  *
  * Incarnations
@@ -133,6 +139,21 @@ struct peer_op {
 
 	/* Owned by the transport. */
 	bool posted;	     /* set before any of it may reach the wire */
+	/*
+	 * Set with posted still true: none of it executed after all (verbs: every
+	 * WR of it was flushed behind a request the far side refused, which
+	 * executes nothing after it). The peer layer then holds the op and
+	 * submits it again on the peer's next link instead of failing it.
+	 */
+	bool replay;
+	/*
+	 * Set with replay: the far device refused this op itself (verbs: remote
+	 * access error on a WRITE/READ checked here against the export). It is
+	 * not sent again: once the peer is back, the same incarnation means
+	 * the export's MR is gone (-RP_EUNEXPORTED), a new one that the peer
+	 * restarted (it was dying) (-RP_EPEERDOWN).
+	 */
+	bool refused;
 	uint64_t scratch[6]; /* transport-private (wr_id, queue links, ...) */
 };
 
@@ -202,6 +223,14 @@ struct transport_ops {
 	int (*export_info)(struct transport *t, struct export *e, void *buf, size_t cap);
 	/* @e was withdrawn: drop what export_info() set up. May be NULL. */
 	void (*export_gone)(struct transport *t, struct export *e);
+	/*
+	 * Importing side: the peer withdrew @export_id (PP_REVOKE). Post nothing
+	 * more for it (ops not yet wholly posted end -RP_EUNEXPORTED), then send
+	 * the control message @ack once nothing posted before can still touch
+	 * the export (verbs: a fenced SEND behind every earlier WRITE and READ).
+	 * NULL: ack with send_ctrl() (tcp: the exporter checks every op itself).
+	 */
+	int (*revoke)(struct xconn *x, uint64_t export_id, const void *ack, size_t len);
 	/* Free the transport at shutdown, after every xconn has reported failed. */
 	void (*free)(struct transport *t);
 };

@@ -245,6 +245,11 @@ static void fill_hello(const struct vconn *c, struct vp_cm_hello *h)
 	h->version = VP_VERSION;
 	h->credits = (uint16_t)c->rq;
 	h->chunk = VP_CHUNK;
+	if (c->nmr) {
+		h->ring_slots = VP_NRING;
+		h->ring_addr = (uintptr_t)c->nring;
+		h->ring_rkey = c->nmr->rkey;
+	}
 }
 
 static int take_hello(struct vconn *c, const void *pd, uint8_t pdlen)
@@ -254,9 +259,12 @@ static int take_hello(struct vconn *c, const void *pd, uint8_t pdlen)
 	if (!pd || pdlen < sizeof(h))
 		return -EPROTO;
 	memcpy(&h, pd, sizeof(h));
-	if (h.magic != VP_MAGIC || h.version != VP_VERSION || h.credits < 2)
+	if (h.magic != VP_MAGIC || h.version != VP_VERSION || h.credits < 2 ||
+	    h.ring_slots != VP_NRING || !h.ring_addr || h.pad)
 		return -EPROTO;
 	c->credits = h.credits;
+	c->peer_ring = h.ring_addr;
+	c->peer_ring_rkey = h.ring_rkey;
 	c->peer_chunk = h.chunk < 256 ? 256 : h.chunk > VP_CHUNK ? VP_CHUNK : h.chunk;
 	return 0;
 }
@@ -683,6 +691,11 @@ static int vp_submit(struct xconn *x, struct peer_op *op)
 	return vc_submit((struct vconn *)x, op);
 }
 
+static int vp_revoke(struct xconn *x, uint64_t export_id, const void *ack, size_t len)
+{
+	return vc_revoke((struct vconn *)x, export_id, ack, len);
+}
+
 static int vp_export_info(struct transport *xt, struct export *e, void *buf, size_t cap)
 {
 	struct vp_xinfo xi = { 0 };
@@ -711,6 +724,7 @@ const struct transport_ops vp_ops = {
 	.export_info = vp_export_info,
 	/* exports.c deregisters the export's MR when it dies: nothing to drop here. */
 	.export_gone = NULL,
+	.revoke = vp_revoke,
 	.free = vp_free,
 };
 

@@ -12,13 +12,20 @@
  *   struct vp_hdr, then by type:
  *     VP_CTRL      a peer-layer control message (<= PEER_CTRL_MAX bytes)
  *     VP_CREDIT    nothing: returns receive credits only
- *     VP_NOTIFY    struct vp_notify: the one-sided WRITE posted just before it
- *                  in the same post list landed (RC executes in order, so the
- *                  exporter's notification can never overtake the data)
  *     VP_SEND      struct vp_send + up to VP_CHUNK payload bytes (one chunk of
  *                  a message; chunks of one message are contiguous on the QP)
  *     VP_NOTIFY_R, VP_SEND_R   struct vp_status, hdr.id = the request's id
  *   Every header carries the receive credits its sender returns.
+ *
+ * Notifications (RP_NOTIFY): the data goes as RDMA WRITEs, then one
+ * RDMA WRITE_WITH_IMM puts a struct vp_notify (export, offset, length, the
+ * client's immediate, request id) into slot k of the far side's notify ring
+ * (a per-connection MR whose address and rkey travel in the CM private
+ * data) with imm_data = k. RC executes in order, so when the far side's
+ * receive completes with IBV_WC_RECV_RDMA_WITH_IMM the data and the
+ * descriptor have landed; it notifies its client and answers VP_NOTIFY_R,
+ * after which slot k is free again. The WRITE_WITH_IMM consumes a receive
+ * like a SEND does, so it takes a credit.
  *
  * Data: PEER_OP_WRITE/READ are RDMA WRITE/READ straight between the local
  * region's MR (region->xport) and the exporter's per-export MR (published by
@@ -49,12 +56,12 @@ struct vp_glue;
 /* ---- Wire format ---- */
 
 #define VP_MAGIC 0x52505642u /* "BVPR" in the CM private data */
-#define VP_VERSION 1
+#define VP_VERSION 2
 
 enum vp_type {
 	VP_CTRL = 1,
 	VP_CREDIT = 2,
-	VP_NOTIFY = 3,
+	/* 3 was a NOTIFY message (version 1); notifications are WRITE_WITH_IMM now. */
 	VP_NOTIFY_R = 4,
 	VP_SEND = 5,
 	VP_SEND_R = 6,
@@ -72,15 +79,17 @@ struct vp_hdr {
 };
 _Static_assert(sizeof(struct vp_hdr) == 16, "vp_hdr");
 
+/* One slot of the notify ring, written by the far side's WRITE_WITH_IMM. */
 struct vp_notify {
 	uint64_t export_id;
 	uint64_t export_inc;
 	uint64_t off;
 	uint64_t len;
+	uint64_t id; /* echoed by VP_NOTIFY_R */
 	uint32_t imm;
 	uint32_t pad;
 };
-_Static_assert(sizeof(struct vp_notify) == 40, "vp_notify");
+_Static_assert(sizeof(struct vp_notify) == 48, "vp_notify");
 
 struct vp_status {
 	int32_t status;
@@ -101,9 +110,12 @@ struct vp_cm_hello {
 	uint16_t version;
 	uint16_t credits; /* receives posted for the other side */
 	uint32_t chunk;	  /* largest VP_SEND payload the sender accepts */
+	uint32_t ring_slots; /* notify ring: slots, address and rkey */
+	uint64_t ring_addr;
+	uint32_t ring_rkey;
 	uint32_t pad;
 };
-_Static_assert(sizeof(struct vp_cm_hello) == 16, "vp_cm_hello");
+_Static_assert(sizeof(struct vp_cm_hello) == 32, "vp_cm_hello");
 
 /* export_info's blob: what a remote initiator needs for one-sided access. */
 struct vp_xinfo {
@@ -128,6 +140,8 @@ _Static_assert(sizeof(struct vp_xinfo) <= PEER_XINFO_MAX, "vp_xinfo");
 #define VP_RQ_MAX 64
 /* Control messages queued but not yet posted, per connection. */
 #define VP_CTRLQ_MAX 4096
+/* Notify ring slots per connection (notifying writes awaiting their reply). */
+#define VP_NRING 64
 
 /* ---- Objects ---- */
 
@@ -152,6 +166,7 @@ struct vp_rslot {
 struct vp_msg {
 	struct vp_msg *next;
 	uint8_t type;
+	bool fence; /* post it only after every earlier READ completed */
 	uint64_t id;
 	uint32_t len;
 	uint8_t body[];
@@ -165,7 +180,8 @@ struct vp_opx {
 	uint64_t id;	       /* SEND / NOTIFY request id */
 	uint32_t wrs;	       /* WRs posted and not yet retired */
 	int32_t status;	       /* first error seen */
-	uint32_t flags;	       /* VPX_* */
+	uint16_t flags;	       /* VPX_* */
+	uint16_t slot;	       /* NOTIFY: the far notify ring slot it holds */
 	uint32_t pad;
 };
 _Static_assert(sizeof(struct vp_opx) <= sizeof(((struct peer_op *)0)->scratch), "vp_opx");
@@ -174,6 +190,7 @@ _Static_assert(sizeof(struct vp_opx) <= sizeof(((struct peer_op *)0)->scratch), 
 #define VPX_GOT_REPLY 0x2u /* the reply came */
 #define VPX_ALL_POSTED 0x4u
 #define VPX_SOME_DONE 0x8u /* at least one WR of it completed successfully */
+#define VPX_SLOT 0x10u	    /* holds a far notify ring slot until the reply */
 
 static inline struct vp_opx *vpx(struct peer_op *op)
 {
@@ -200,7 +217,7 @@ struct vconn {
 	enum vc_state state;
 	bool outbound;
 	bool closed;		/* ops->close() was called */
-	bool remote_err;	/* a remote-detected error: later WRs did not execute */
+	bool remote_err;	/* the far side refused a request: later WRs did not execute */
 	int err;
 	char why[160];
 	char addr[64];
@@ -231,8 +248,14 @@ struct vconn {
 	struct peer_op *waiting;	  /* posted and awaiting a reply */
 	bool turn_send;			  /* round-robin between rwq and sendq */
 	uint64_t next_id;
+	uint64_t peer_ring;	/* the far side's notify ring */
+	uint32_t peer_ring_rkey;
+	uint16_t nfree[VP_NRING]; /* its free slots (a stack) */
+	uint32_t nfree_n;
 
 	/* Receive side. */
+	struct vp_notify *nring; /* our notify ring, written by the far side */
+	struct ibv_mr *nmr;
 	struct ibv_mr *rmr;
 	uint8_t *rbuf;
 	struct vp_rslot *rs;
@@ -278,6 +301,7 @@ void vc_io_forget(struct vconn *c);
 bool vc_io_flushed(const struct vconn *c);
 int vc_send_ctrl(struct vconn *c, const void *msg, size_t len);
 int vc_submit(struct vconn *c, struct peer_op *op);
+int vc_revoke(struct vconn *c, uint64_t export_id, const void *ack, size_t len);
 
 /* ---- verbs_peer_io.c -> verbs_peer.c ---- */
 

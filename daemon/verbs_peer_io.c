@@ -23,6 +23,7 @@
  * every VP_SIGNAL_EVERY-th are signalled. Each op is reported once all its
  * WRs are retired (and, for SEND / NOTIFY, once the far side's reply came).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -227,7 +228,11 @@ static bool add_msg(struct vconn *c, struct plist *pl)
 	if (!c->mq)
 		c->mq_tail = NULL;
 	c->mq_len--;
-	msg_add(c, pl, NULL, m->type, 0, m->id, m->body, m->len, 0);
+	if (m->fence)
+		msg_add(c, pl, NULL, m->type, 0, m->id, m->body, m->len, 0)->send_flags |=
+			IBV_SEND_FENCE;
+	else
+		msg_add(c, pl, NULL, m->type, 0, m->id, m->body, m->len, 0);
 	free(m);
 	return true;
 }
@@ -242,7 +247,41 @@ static void local_sge(struct ibv_sge *sge, struct peer_op *op, uint64_t at, uint
 	sge->lkey = vmr_lkey(mr);
 }
 
-/* One piece of a WRITE or READ (plus the NOTIFY after a WRITE's last piece). */
+/*
+ * The notification of a WRITE whose data is posted: a WRITE_WITH_IMM of its
+ * descriptor into a free slot of the far notify ring, imm = the slot.
+ */
+static void add_notify(struct vconn *c, struct plist *pl, struct peer_op *op)
+{
+	struct vp_opx *x = vpx(op);
+	uint8_t *b = sbuf_of(c, c->s_head % c->sq);
+	struct ibv_send_wr *wr = wr_add(c, pl, op);
+	struct vp_notify nb = {
+		.export_id = op->export_id,
+		.export_inc = op->export_inc,
+		.off = op->remote_off,
+		.len = op->len,
+		.id = x->id,
+		.imm = op->imm,
+	};
+
+	x->slot = c->nfree[--c->nfree_n];
+	x->flags |= VPX_SLOT;
+	c->credits--; /* it consumes a receive on the far side */
+	memcpy(b, &nb, sizeof(nb));
+	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr->imm_data = htonl(x->slot);
+	wr->wr.rdma.remote_addr = c->peer_ring + (uint64_t)x->slot * sizeof(nb);
+	wr->wr.rdma.rkey = c->peer_ring_rkey;
+	wr->sg_list[0].addr = (uintptr_t)b;
+	wr->sg_list[0].length = (uint32_t)sizeof(nb);
+	wr->sg_list[0].lkey = c->smr->lkey;
+	wr->num_sge = 1;
+	x->rnext = c->waiting;
+	c->waiting = op;
+}
+
+/* One piece of a WRITE or READ (plus the notification after a WRITE's last piece). */
 static bool add_rw(struct vconn *c, struct plist *pl)
 {
 	struct peer_op *op = c->rwq;
@@ -258,7 +297,7 @@ static bool add_rw(struct vconn *c, struct plist *pl)
 	n = op->len - x->done < VP_RW_PIECE ? op->len - x->done : VP_RW_PIECE;
 	last = x->done + n == op->len;
 	notify = last && (op->flags & PEER_OP_F_NOTIFY);
-	if (notify && (sq_free(c) < 2 || !may_send(c)))
+	if (notify && (sq_free(c) < 2 || !may_send(c) || !c->nfree_n))
 		return false;
 	memcpy(&xi, op->xinfo, sizeof(xi));
 	q_pop(&c->rwq, &c->rwq_tail);
@@ -271,20 +310,8 @@ static bool add_rw(struct vconn *c, struct plist *pl)
 		wr->num_sge = 1;
 	}
 	x->done += n;
-	if (notify) {
-		struct vp_notify nb = {
-			.export_id = op->export_id,
-			.export_inc = op->export_inc,
-			.off = op->remote_off,
-			.len = op->len,
-			.imm = op->imm,
-		};
-
-		/* Same QP, later in the list: RC executes it after the WRITE landed. */
-		msg_add(c, pl, op, VP_NOTIFY, 0, x->id, &nb, sizeof(nb), 0);
-		x->rnext = c->waiting;
-		c->waiting = op;
-	}
+	if (notify) /* same QP, later in the list: RC executes it after the data landed */
+		add_notify(c, pl, op);
 	if (last)
 		x->flags |= VPX_ALL_POSTED;
 	else
@@ -407,6 +434,7 @@ static int msg_queue(struct vconn *c, uint8_t type, uint64_t id, const void *bod
 	if (!m)
 		return -ENOMEM;
 	m->next = NULL;
+	m->fence = false;
 	m->type = type;
 	m->id = id;
 	m->len = (uint32_t)len;
@@ -485,6 +513,49 @@ int vc_submit(struct vconn *c, struct peer_op *op)
 	return 0;
 }
 
+/*
+ * The far side withdrew @export_id: post nothing more for it, then @ack as a
+ * fenced control message. Everything for the export that is already posted
+ * sits ahead of the ack on this RC send queue, and the fence holds the ack
+ * until every earlier READ has its response, so by the time the far side
+ * sees the ack none of our WRs can still touch the export's MR.
+ */
+int vc_revoke(struct vconn *c, uint64_t export_id, const void *ack, size_t len)
+{
+	struct peer_op *op, *next, *keep = NULL, *keep_tail = NULL, *gone = NULL;
+	int r;
+
+	if (c->state >= VC_FAILING)
+		return -ENOTCONN;
+	if (len > PEER_CTRL_MAX)
+		return -EMSGSIZE;
+	for (op = c->rwq; op; op = next) {
+		next = vpx(op)->next;
+		if (op->export_id != export_id) {
+			q_push(&keep, &keep_tail, op);
+			continue;
+		}
+		/* Not wholly posted (so its notification was not either): the rest never goes. */
+		vpx(op)->status = -RP_EUNEXPORTED;
+		vpx(op)->flags |= VPX_ALL_POSTED;
+		vpx(op)->flags &= (uint16_t)~VPX_REPLY;
+		vpx(op)->next = gone;
+		gone = op;
+	}
+	c->rwq = keep;
+	c->rwq_tail = keep_tail;
+	r = msg_queue(c, VP_CTRL, 0, ack, len);
+	if (r == 0)
+		c->mq_tail->fence = true;
+	/* Reported now, or when the WRs already posted for them retire. */
+	for (op = gone; op; op = next) {
+		next = vpx(op)->next;
+		vpx(op)->next = NULL;
+		op_check(c, op);
+	}
+	return r;
+}
+
 /* ---- Completions ---- */
 
 static int wc_op_status(enum ibv_wc_status s)
@@ -522,9 +593,22 @@ static void retire(struct vconn *c, struct vp_sslot *s, const struct ibv_wc *wc,
 	if (!mine || wc->status == IBV_WC_SUCCESS) {
 		x->flags |= VPX_SOME_DONE;
 	} else if (wc->status == IBV_WC_WR_FLUSH_ERR) {
-		/* Queued behind a refused WR: the far side never executed it. */
+		/*
+		 * Queued behind a refused WR: the far side executed none of it, so
+		 * the peer layer sends it again on the next link (op->replay).
+		 */
 		if (c->remote_err && !(x->flags & VPX_SOME_DONE) && !x->status && !x->wrs)
-			x->status = -RP_EPEERDOWN;
+			op->replay = true;
+	} else if (wc->status == IBV_WC_REM_ACCESS_ERR && op->kind != PEER_OP_SEND &&
+		   !(x->flags & VPX_SOME_DONE) && !x->status) {
+		/*
+		 * The far device refused a WRITE or READ that was checked here
+		 * against the export's bounds and access, on an MR with exactly
+		 * that access: the MR is gone. Either the export was withdrawn or
+		 * the peer daemon is dying; the peer layer tells which once the
+		 * peer is back (op->refused).
+		 */
+		op->replay = op->refused = true;
 	} else if (!x->status) {
 		x->status = wc_op_status(wc->status);
 	}
@@ -537,8 +621,8 @@ static void on_send_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 	struct vconn *c = s->c;
 	struct vp_sslot *t;
 
-	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR &&
-	    c->state < VC_FAILING && wc_remote_refusal(wc->status))
+	/* A fact about what executed, even if the connection is already failing. */
+	if (wc_remote_refusal(wc->status))
 		c->remote_err = true;
 	if (wc->status != IBV_WC_SUCCESS && c->state < VC_FAILING)
 		vc_fail(c, -EIO, "%s on the QP (%s)", ibv_wc_status_str(wc->status),
@@ -595,6 +679,11 @@ static int on_reply(struct vconn *c, const struct vp_hdr *h, const uint8_t *body
 		return -EPROTO;
 	waiting_remove(c, op);
 	vpx(op)->flags |= VPX_GOT_REPLY;
+	if (vpx(op)->flags & VPX_SLOT) {
+		/* The far side read the descriptor before it answered: the slot is free. */
+		vpx(op)->flags &= (uint16_t)~VPX_SLOT;
+		c->nfree[c->nfree_n++] = vpx(op)->slot;
+	}
 	if (st.status && !vpx(op)->status)
 		vpx(op)->status = st.status;
 	if (!(vpx(op)->flags & VPX_ALL_POSTED)) {
@@ -606,21 +695,22 @@ static int on_reply(struct vconn *c, const struct vp_hdr *h, const uint8_t *body
 	return 0;
 }
 
-static int on_notify(struct vconn *c, const struct vp_hdr *h, const uint8_t *body)
+/* A WRITE_WITH_IMM landed: its descriptor is in notify ring slot @slot. */
+static int on_notify(struct vconn *c, uint32_t slot)
 {
 	struct vp_notify n;
 	int st;
 
-	if (h->len != sizeof(n))
+	if (slot >= VP_NRING)
 		return -EPROTO;
-	memcpy(&n, body, sizeof(n));
-	if (n.pad)
+	memcpy(&n, &c->nring[slot], sizeof(n));
+	if (n.pad || !n.id || n.len > UINT32_MAX)
 		return -EPROTO;
 	if (n.export_inc != c->t->incarnation)
 		st = -RP_ESTALE;
 	else
 		st = peer_x_notify(c->link, n.export_id, n.off, n.len, n.imm);
-	rx_reply(c, VP_NOTIFY_R, h->id, st);
+	rx_reply(c, VP_NOTIFY_R, n.id, st);
 	return 0;
 }
 
@@ -702,8 +792,6 @@ static int on_message(struct vconn *c, const uint8_t *buf, uint32_t len)
 		return 0;
 	case VP_CREDIT:
 		return h.len || h.id ? -EPROTO : 0;
-	case VP_NOTIFY:
-		return on_notify(c, &h, body);
 	case VP_NOTIFY_R:
 	case VP_SEND_R:
 		return on_reply(c, &h, body);
@@ -733,13 +821,17 @@ static void on_recv_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 		vc_reap_soon(c);
 		return;
 	}
-	if (wc->opcode != IBV_WC_RECV) {
+	if (wc->opcode != IBV_WC_RECV && wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM) {
 		vc_fail(c, -EPROTO, "unexpected receive opcode %d", wc->opcode);
 		return;
 	}
 	if (c->link)
 		peer_x_alive(c->link);
-	r = on_message(c, rbuf_of(c, s->idx), wc->byte_len);
+	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
+		r = !c->link || !(wc->wc_flags & IBV_WC_WITH_IMM) ? -EPROTO
+								    : on_notify(c, ntohl(wc->imm_data));
+	else
+		r = on_message(c, rbuf_of(c, s->idx), wc->byte_len);
 	if (r < 0) {
 		vc_fail(c, r, "malformed message from the peer");
 		return;
@@ -777,6 +869,17 @@ static int alloc_bufs(struct vconn *c, struct ibv_pd *pd)
 	c->rmr = ibv_reg_mr(pd, c->rbuf, (size_t)c->rq * VP_RBUF, IBV_ACCESS_LOCAL_WRITE);
 	if (!c->rmr)
 		return -errno;
+	/* The notify ring: the only memory of ours the far side may write into. */
+	c->nring = calloc(VP_NRING, sizeof(*c->nring));
+	if (!c->nring)
+		return -ENOMEM;
+	c->nmr = ibv_reg_mr(pd, c->nring, VP_NRING * sizeof(*c->nring),
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!c->nmr)
+		return -errno;
+	for (i = 0; i < VP_NRING; i++)
+		c->nfree[i] = (uint16_t)(VP_NRING - 1 - i);
+	c->nfree_n = VP_NRING;
 	for (i = 0; i < c->sq; i++) {
 		c->ss[i].w.done = on_send_wc;
 		c->ss[i].c = c;
@@ -863,7 +966,21 @@ void vc_io_forget(struct vconn *c)
 	if (c->rx_state == 1 && c->link)
 		peer_x_rx_end(c->link, &c->rx, -ECONNRESET);
 	c->rx_state = 0;
-	/* Ops still here are the peer layer's to report (posted: -RP_EOUTCOME). */
+	/*
+	 * Ops still here are the peer layer's to report (posted: -RP_EOUTCOME).
+	 * After a refusal by the far side nothing behind it executed: ops that
+	 * had nothing complete are sent again on the next link.
+	 */
+	if (c->remote_err) {
+		struct peer_op *op;
+
+		for (op = c->rwq; op; op = vpx(op)->next)
+			if (!(vpx(op)->flags & VPX_SOME_DONE) && !vpx(op)->status)
+				op->replay = true;
+		for (op = c->sendq; op; op = vpx(op)->next)
+			if (!(vpx(op)->flags & VPX_SOME_DONE) && !vpx(op)->status)
+				op->replay = true;
+	}
 	c->rwq = c->rwq_tail = NULL;
 	c->sendq = c->sendq_tail = NULL;
 	c->waiting = NULL;
@@ -884,7 +1001,11 @@ void vc_io_free(struct vconn *c)
 		ibv_dereg_mr(c->smr);
 	if (c->rmr)
 		ibv_dereg_mr(c->rmr);
-	c->smr = c->rmr = NULL;
+	if (c->nmr)
+		ibv_dereg_mr(c->nmr);
+	c->smr = c->rmr = c->nmr = NULL;
+	free(c->nring);
+	c->nring = NULL;
 	free(c->ss);
 	free(c->rs);
 	free(c->wrv);

@@ -165,7 +165,11 @@ RP_EXPORT size_t rp_region_len(const struct rp_region *r);
 RP_EXPORT int rp_region_export(struct rp_region *r, const char *name, unsigned access);
 /*
  * Withdraw export @name of @r. Remote handles to it fail later operations
- * with -RP_EUNEXPORTED. Returns 0; -ENOENT (not an export of @r), -EINVAL.
+ * with -RP_EUNEXPORTED. Returns once nothing can reach the region through
+ * the export any more: operations already under way finish first, and
+ * connected peers confirm they will send nothing more (at most ~5 s for a
+ * peer that does not answer). Returns 0; -ENOENT (not an export of @r),
+ * -EINVAL.
  */
 RP_EXPORT int rp_region_unexport(struct rp_region *r, const char *name);
 

@@ -17,6 +17,9 @@
  *   hold PEER NAME             open NAME, print "opened", wait for a line on
  *                              stdin, write 1 byte, print the status name.
  *   expect-open PEER NAME ERR  rp_remote_open must fail with ERR (a number).
+ *   notify-burst PEER NAME COUNT DEPTH  COUNT notifying 64-byte writes (imm 0..COUNT-1,
+ *                              each to offset 64 * (i % 64)) with DEPTH in flight;
+ *                              print "burst ok=N other=M"; 0 if all were ok.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -341,6 +344,49 @@ static int do_hold(const char *peer, const char *name)
 	return 0;
 }
 
+static int do_notify_burst(const char *peer, const char *name, uint32_t count, int depth)
+{
+	struct rp_client *c = conn();
+	struct rp_region *src;
+	struct rp_remote *rm;
+	struct rp_completion comp[64];
+	uint32_t next = 0, done = 0, ok = 0, other = 0;
+	int e, i, n, inflight = 0;
+
+	if ((e = rp_region_alloc(c, pages(4096), 0, &src)) < 0 ||
+	    (e = rp_remote_open(c, peer, name, &rm)) < 0) {
+		fprintf(stderr, "notify-burst: %s\n", rp_strerror(e));
+		return 2;
+	}
+	memset(rp_region_ptr(src), 0x5a, 4096);
+	while (done < count) {
+		while (next < count && inflight < depth) {
+			e = rp_write_imm(c, src, 64 * (next % 64), rm, 64 * (next % 64), 64, next,
+					 RP_NOTIFY, next);
+			if (e < 0)
+				break;
+			next++;
+			inflight++;
+		}
+		n = rp_wait(c, comp, 64, 20000);
+		if (n <= 0) {
+			fprintf(stderr, "notify-burst: %s\n", n ? rp_strerror(n) : "no completion in 20 s");
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			inflight--;
+			done++;
+			if (comp[i].status == 0)
+				ok++;
+			else
+				other++, fprintf(stderr, "status %s\n", rp_strerror(comp[i].status));
+		}
+	}
+	printf("burst ok=%u other=%u\n", ok, other);
+	rp_disconnect(c);
+	return ok == count ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -356,6 +402,8 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "storm") && argc == 7)
 		return do_storm(argv[2], argv[3], atof(argv[4]), parse_size(argv[5]),
 				atoi(argv[6]));
+	if (!strcmp(mode, "notify-burst") && argc == 6)
+		return do_notify_burst(argv[2], argv[3], (uint32_t)atoi(argv[4]), atoi(argv[5]));
 	if (!strcmp(mode, "hold") && argc == 4)
 		return do_hold(argv[2], argv[3]);
 	if (!strcmp(mode, "expect-open") && argc == 5) {

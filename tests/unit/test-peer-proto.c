@@ -233,6 +233,26 @@ static void test_codec(void)
 	rej.reason[3] = '\n';
 	tap_is_int(pp_check(&rej, sizeof(rej), &why), -EPROTO, "codec: control bytes refused");
 	tap_ok(pp_is_data(PP_READ_R) && !pp_is_data(PP_LOOKUP), "codec: data types");
+
+	{
+		struct pp_revoke rv;
+
+		memset(&rv, 0, sizeof(rv));
+		pp_hdr_init(&rv.h, PP_REVOKE, 0);
+		rv.export_id = 4;
+		rv.export_inc = 0x1234;
+		tap_is_int(pp_check(&rv, sizeof(rv), &why), 0, "codec: valid REVOKE");
+		rv.h.type = PP_REVOKE_R;
+		tap_is_int(pp_check(&rv, sizeof(rv), &why), 0, "codec: valid REVOKE_R");
+		rv.export_id = 0;
+		tap_is_int(pp_check(&rv, sizeof(rv), &why), -EPROTO,
+			   "codec: REVOKE of export 0 refused");
+		rv.export_id = 4;
+		rv.export_inc = 0;
+		tap_is_int(pp_check(&rv, sizeof(rv), &why), -EPROTO,
+			   "codec: REVOKE without an incarnation refused");
+		tap_ok(!pp_is_data(PP_REVOKE), "codec: REVOKE is a control message");
+	}
 }
 
 int main(void)

@@ -6,8 +6,12 @@
 # Checks: remote write/read/send/notify with checksums from 1 B to 64 MiB;
 # `rdma resource show qp|mr` list the daemons' QPs and MRs while clients are
 # attached and return to baseline; a client killed mid-transfer leaves no MR
-# and does not disturb another client; a remote access error (write to a
-# withdrawn export) is reported precisely and the link recovers; a peer
+# and does not disturb another client; 1000 notifying writes (WRITE_WITH_IMM)
+# each notified once; a withdrawn export fails later writes with
+# RP_EUNEXPORTED while the link stays up and co-tenants are untouched; a
+# withdrawal the importer could not hear of (link down) makes the device
+# refuse a write: it is reported precisely, the ops flushed behind it are
+# replayed on the next link; a peer
 # daemon SIGKILLed mid-transfer: every op reported exactly once,
 # reconnection, old handles fail with RP_ESTALE, transfers resume.
 set -u
@@ -164,30 +168,85 @@ one_guest() {
 	wait_for 10 sh -c "[ \$(rdma resource show mr | grep -c 'comm rdmaproxyd') -eq $base_mr ]"
 	ok $? "the killed client leaves no MR behind ($(mrs) = $base_mr)"
 
-	# A remote access error: write to an export withdrawn after it was opened.
+	# Many notifying writes at once: WRITE_WITH_IMM into the 64-slot notify ring.
+	spawn nb B export nb 4096 0
+	said nb ready
+	io A notify-burst B nb 1000 48 >"$D/burst.out" 2>&1
+	rc=$?
+	said nb "imm=999 " 20
+	finish nb
+	got=$(grep -c '^notify imm=' "$D/nb.out")
+	uniq=$(sed -n 's/^notify imm=\([0-9]*\) .*/\1/p' "$D/nb.out" | sort -un | wc -l)
+	[ $rc -eq 0 ] && [ "$got" -eq 1000 ] && [ "$uniq" -eq 1000 ]
+	ok $? "1000 notifying writes, 48 in flight: each acknowledged, each notified once ($got notifications, $uniq distinct)" ||
+		diag "$D/burst.out"
+
+	# Withdrawal while the link is up: REVOKE, then the MR goes; the QP never fails.
 	spawn e1 B export e1 64K 0
 	said e1 ready
-	spawn e2 B export e2 1M 1
+	spawn e2 B export e2 1M 2 # one receive per xfer below
 	said e2 ready
 	spawn hold A hold B e1
 	said hold opened
+	mark_a=$(lines A)
 	finish e1
 	io A storm B e2 4 64K 8 >"$D/cotenant.out" 2>&1 &
 	co=$!
 	sleep 1
-	mark_a=$(lines A)
 	echo go >&"${SP_FD[hold]}"
 	said hold "status="
 	finish hold
 	diag "$D/hold.out"
-	grep -q "status=$((-4096 - 2)) \|status=$((-4096 - 5)) " "$D/hold.out"
-	ok $? "a WRITE to a withdrawn export fails with RP_EREMOTEACCESS or RP_EUNEXPORTED"
+	grep -q "status=$((-4096 - 5)) " "$D/hold.out"
+	ok $? "a WRITE to a withdrawn export fails with RP_EUNEXPORTED"
 	wait $co
-	ok $? "the co-tenant's ops are each reported exactly once" || diag "$D/cotenant.out"
-	echo "# co-tenant during the access error: $(grep '^storm' "$D/cotenant.out")"
-	up A B 20 "$mark_a"
+	rc=$?
+	echo "# co-tenant during the withdrawal: $(grep '^storm' "$D/cotenant.out")"
+	[ $rc -eq 0 ] && grep -q "ok=[1-9][0-9]* peerdown=0 outcome=0 stale=0 other=0 duplicate=0" "$D/cotenant.out"
+	ok $? "the co-tenant's ops on the same QP all succeed" || diag "$D/cotenant.out"
+	! tail -n +"$mark_a" "$D/A.log" | grep -q "link .* lost\|connection closed"
+	ok $? "the link stayed up: the withdrawal was confirmed (REVOKE_R), not discovered by the device" ||
+		tail -n +"$mark_a" "$D/A.log" | diag
 	io A xfer B e2 64K 3 >/dev/null 2>&1
-	ok $? "the link is usable again after the access error"
+	ok $? "the link is usable after the withdrawal"
+
+	# Withdrawal while the link is down: the importer cannot hear of it, so the
+	# next WRITE meets a deregistered MR and B's device refuses it. A reports
+	# that op RP_EUNEXPORTED, and the ops flushed behind it are sent again on
+	# the next link instead of failing.
+	spawn e3 B export e3 64K 0
+	said e3 ready
+	spawn hold3 A hold B e3
+	said hold3 opened
+	mark_a=$(lines A)
+	mark_b=$(lines B)
+	kill -STOP "${PID[A]}"
+	wait_for 20 sh -c "tail -n +$mark_b '$D/B.log' | grep -q 'peer A: link .* lost'"
+	ok $? "B drops the link to a stopped A (keepalive)"
+	finish e3
+	kill -CONT "${PID[A]}"
+	up A B 40 "$mark_a"
+	ok $? "A reconnects after it resumes"
+	mark_a=$(lines A)
+	io A storm B e2 4 64K 8 >"$D/cotenant2.out" 2>&1 &
+	co=$!
+	sleep 1
+	echo go >&"${SP_FD[hold3]}"
+	said hold3 "status=" 30
+	finish hold3
+	diag "$D/hold3.out"
+	grep -q "status=$((-4096 - 5)) " "$D/hold3.out"
+	ok $? "a WRITE into the deregistered MR fails with RP_EUNEXPORTED"
+	wait $co
+	rc=$?
+	echo "# co-tenant during the device refusal: $(grep '^storm' "$D/cotenant2.out")"
+	tail -n +"$mark_a" "$D/A.log" | grep -E "REM|refus|sent again|lost" | diag
+	[ $rc -eq 0 ] && grep -q "ok=[1-9][0-9]* peerdown=0 outcome=0 stale=0 other=0 duplicate=0" "$D/cotenant2.out"
+	ok $? "the co-tenant's ops flushed behind it are replayed on the new link: all succeed" ||
+		diag "$D/cotenant2.out"
+	up A B 30 "$mark_a"
+	io A xfer B e2 64K 3 >/dev/null 2>&1
+	ok $? "the link is usable again after the device refusal"
 	finish e2
 
 	# A peer daemon killed mid-transfer, then restarted.
