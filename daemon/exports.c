@@ -113,6 +113,7 @@ void export_unref(struct export *e)
 		export_release_mr(e);
 		if (e->remote)
 			peers_remote_free(e);
+		free(e->lookers);
 		free(e);
 	}
 }
@@ -127,6 +128,22 @@ static void export_kill(struct clients *c, struct export **pp)
 	e->region = NULL;
 	export_release_mr(e);
 	export_unref(e);
+}
+
+int export_add_looker(struct export *e, const char *name)
+{
+	char(*v)[RP_NAME_MAX];
+	unsigned i;
+
+	for (i = 0; i < e->n_lookers; i++)
+		if (!strcmp(e->lookers[i], name))
+			return 0;
+	v = realloc(e->lookers, (e->n_lookers + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	e->lookers = v;
+	snprintf(v[e->n_lookers++], RP_NAME_MAX, "%s", name);
+	return 0;
 }
 
 int export_remove(struct clients *c, struct session *s, const struct rp_hdr *h, uint32_t region,
@@ -150,7 +167,7 @@ int export_remove(struct clients *c, struct session *s, const struct rp_hdr *h, 
 		 * returns nothing writes into the region through this export.
 		 */
 		r = 0;
-		if (e->xport && e->ops) {
+		if (e->ops) {
 			e->waiter = s;
 			e->waiter_h = *h;
 			s->ops_pending++;

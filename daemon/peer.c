@@ -291,12 +291,11 @@ void peer_x_failed(struct peer_link *l, int err, const char *why)
 
 		if (was_up)
 			pr->up = NULL;
-		if (pr->out == l) {
+		if (pr->out == l)
 			pr->out = NULL;
-			/* Ops parked for a replay waited for this attempt; the link that is up stays. */
-			if (pr->up && !pr->up->closing && !p->stopping)
-				data_link_up(pr->up);
-		}
+		/* Parked ops may have waited for this link to be settled: the one up stays. */
+		if (!p->stopping && !pr->removed)
+			data_replay(pr);
 		pr->links--;
 		if (was_up)
 			log_warn("peer %s: link %s lost: %s", pr->conf.name, l->addr, reason);
@@ -399,6 +398,8 @@ static void link_up(struct peer_link *l)
 	l->remote_inc = inc;
 	l->last_rx_ms = peer_now_ms();
 	peer_hs_clear(&l->hs);
+	if (pr->incarnation != inc) /* export ids start again in a new incarnation */
+		memset(pr->dead_ids, 0, sizeof(pr->dead_ids));
 	if (pr->incarnation && pr->incarnation != inc)
 		log_notice("peer %s restarted (incarnation %016llx -> %016llx): handles opened "
 			   "before fail with RP_ESTALE",

@@ -25,6 +25,7 @@ struct pop {
 	struct pop *prev, *next;
 	struct peer_link *link; /* NULL while parked on the peer for a replay */
 	struct peer *peer;
+	uint64_t parked_ms; /* when it was parked */
 	struct session *s;
 	struct uid_acct *acct;
 	uint64_t cookie;
@@ -218,6 +219,13 @@ static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 		} else {
 			if (!e->peer_id)
 				e->peer_id = ++p->next_export_id;
+			if (export_add_looker(e, l->peer->conf.name) < 0)
+				n = -ENOMEM;
+		}
+		if (n < 0) {
+			r.status = n;
+			memset(r.xinfo, 0, sizeof(r.xinfo));
+		} else {
 			r.xinfo_len = (uint32_t)n;
 			r.export_id = e->peer_id;
 			r.export_inc = p->m->incarnation;
@@ -430,41 +438,52 @@ static void revoke_release(struct prevoke *rv)
 	free(rv);
 }
 
-static void revoke_start(struct peer_link *l, struct export *e, uint64_t inc)
+static void revoke_send(struct peer_link *l, struct prevoke *rv)
 {
-	struct prevoke *rv = calloc(1, sizeof(*rv));
 	struct pp_revoke m;
 
 	memset(&m, 0, sizeof(m));
 	pp_hdr_init(&m.h, PP_REVOKE, 0);
-	m.export_id = e->peer_id;
-	m.export_inc = inc;
-	/* No memory for the bookkeeping: withdraw without waiting (the QP may fail). */
-	if (link_send(l, &m, sizeof(m)) < 0 || !rv) {
-		free(rv);
+	m.export_id = rv->id;
+	m.export_inc = l->p->m->incarnation;
+	link_send(l, &m, sizeof(m)); /* a failed send means the link is going: resent on the next */
+}
+
+/*
+ * @pr looked @e up, so it may hold handles with its rkey: tell it, now if
+ * its link is up or else as soon as it is (a link that fails meanwhile
+ * gets it again on the next one), and keep the MR until it confirms or
+ * REVOKE_WAIT_MS pass.
+ */
+static void revoke_start(struct peer *pr, struct export *e)
+{
+	struct prevoke *rv = calloc(1, sizeof(*rv));
+
+	if (!rv) /* no memory for the bookkeeping: withdraw without waiting */
 		return;
-	}
 	rv->e = e;
 	rv->id = e->peer_id;
 	rv->deadline_ms = peer_now_ms() + REVOKE_WAIT_MS;
 	e->refs++;
 	e->ops++;
-	rv->next = l->revokes;
-	l->revokes = rv;
+	rv->next = pr->revokes;
+	pr->revokes = rv;
+	if (pr->up && pr->up->up && !pr->up->closing)
+		revoke_send(pr->up, rv);
 }
 
 static void on_revoke_r(struct peer_link *l, const struct pp_revoke *m)
 {
-	struct prevoke **pp, *rv;
+	struct prevoke **pp, *rv = NULL;
 
-	for (pp = &l->revokes; (rv = *pp); pp = &rv->next)
-		if (rv->id == m->export_id)
-			break;
-	if (!rv || m->export_inc != l->p->m->incarnation) {
-		/* Late (we stopped waiting) or for a previous incarnation: nothing to do. */
+	if (m->export_inc == l->p->m->incarnation)
+		for (pp = &l->peer->revokes; (rv = *pp); pp = &rv->next)
+			if (rv->id == m->export_id)
+				break;
+	if (!rv) {
+		/* Late (we stopped waiting), a repeat, or for a previous incarnation. */
 		log_debug("peer %s confirmed a withdrawal of export %llu nobody waits for",
-			  l->peer ? l->peer->conf.name : l->addr,
-			  (unsigned long long)m->export_id);
+			  l->peer->conf.name, (unsigned long long)m->export_id);
 		return;
 	}
 	*pp = rv->next;
@@ -478,11 +497,15 @@ static void on_revoke(struct peer_link *l, const struct pp_revoke *m)
 	struct pp_revoke r = *m;
 	int err;
 
-	if (m->export_inc == l->remote_inc)
-		mark_revoked(l->p, l->peer, m->export_inc, m->export_id);
 	pp_hdr_init(&r.h, PP_REVOKE_R, 0);
-	err = l->t->ops->revoke ? l->t->ops->revoke(l->x, m->export_id, &r, sizeof(r))
-				: link_send(l, &r, sizeof(r));
+	if (m->export_inc != l->remote_inc) {
+		/* Not this incarnation's: no handle of ours can use it. */
+		err = link_send(l, &r, sizeof(r));
+	} else {
+		mark_revoked(l->p, l->peer, m->export_inc, m->export_id);
+		err = l->t->ops->revoke ? l->t->ops->revoke(l->x, m->export_id, &r, sizeof(r))
+					: link_send(l, &r, sizeof(r));
+	}
 	if (err < 0)
 		link_close(l, err, "cannot confirm a withdrawal");
 }
@@ -491,19 +514,19 @@ static void on_revoke(struct peer_link *l, const struct pp_revoke *m)
 
 static void park(struct pop *o, struct peer *pr)
 {
-	struct pop **pp;
-
 	o->link = NULL;
 	o->next = NULL;
-	if (!pr->parked)
-		pr->parked_ms = peer_now_ms();
-	for (pp = &pr->parked; *pp; pp = &(*pp)->next)
-		;
-	*pp = o;
+	o->parked_ms = peer_now_ms();
+	if (pr->parked_tail)
+		pr->parked_tail->next = o;
+	else
+		pr->parked = o;
+	pr->parked_tail = o;
 }
 
 void data_peer_drop(struct peer *pr, int status)
 {
+	struct prevoke *rv;
 	struct pop *o;
 
 	while ((o = pr->parked)) {
@@ -511,9 +534,15 @@ void data_peer_drop(struct peer *pr, int status)
 		o->next = NULL;
 		pop_report(o, status);
 	}
+	pr->parked_tail = NULL;
+	/* Removed or shutting down: no link will carry these any more. */
+	while ((rv = pr->revokes)) {
+		pr->revokes = rv->next;
+		revoke_release(rv);
+	}
 }
 
-void data_link_up(struct peer_link *l)
+static void replay(struct peer_link *l)
 {
 	struct peer *pr = l->peer;
 	struct pop *o, *list = pr->parked;
@@ -521,15 +550,19 @@ void data_link_up(struct peer_link *l)
 
 	/*
 	 * Our own connection attempt is still running and may supersede @l
-	 * (duplicate links): wait for the link that stays (peer_x_failed() and
-	 * link_up() call again).
+	 * (duplicate links): wait for the link that stays (peer_x_failed()
+	 * and link_up() call again).
 	 */
-	if (!pr->parked || (pr->out && pr->out != l))
+	if (!list || (pr->out && pr->out != l))
 		return;
-	pr->parked = NULL;
+	pr->parked = pr->parked_tail = NULL;
 	while ((o = list)) {
 		list = o->next;
 		o->next = NULL;
+		if (o->s->dead) {
+			pop_report(o, -RP_EPEERDOWN); /* its client is gone: do not act for it */
+			continue;
+		}
 		if (o->op.refused) {
 			bool same = o->op.export_inc == l->remote_inc;
 
@@ -563,13 +596,30 @@ void data_link_up(struct peer_link *l)
 			 n, n == 1 ? "" : "s");
 }
 
+void data_link_up(struct peer_link *l)
+{
+	struct peer *pr = l->peer;
+	struct prevoke *rv;
+
+	/* Withdrawals first: the replays below must not use a withdrawn export. */
+	for (rv = pr->revokes; rv; rv = rv->next)
+		revoke_send(l, rv);
+	replay(l);
+}
+
+void data_replay(struct peer *pr)
+{
+	if (pr->up && pr->up->up && !pr->up->closing)
+		replay(pr->up);
+}
+
 void data_tick(struct peers *p, uint64_t now)
 {
-	struct peer_link *l;
 	struct peer *pr;
+	struct pop **op, *o;
 
-	for (l = p->links; l; l = l->next) {
-		struct prevoke **pp = &l->revokes, *rv;
+	for (pr = p->head; pr; pr = pr->next) {
+		struct prevoke **pp = &pr->revokes, *rv;
 
 		while ((rv = *pp)) {
 			if (now < rv->deadline_ms) {
@@ -578,40 +628,46 @@ void data_tick(struct peers *p, uint64_t now)
 			}
 			log_warn("peer %s did not confirm the withdrawal of export %llu within %u s; "
 				 "deregistering it anyway",
-				 l->peer ? l->peer->conf.name : l->addr, (unsigned long long)rv->id,
-				 REVOKE_WAIT_MS / 1000);
+				 pr->conf.name, (unsigned long long)rv->id, REVOKE_WAIT_MS / 1000);
 			*pp = rv->next;
 			revoke_release(rv);
 		}
+		/* Parked ops wait at most REPLAY_WAIT_MS each for a link. */
+		op = &pr->parked;
+		pr->parked_tail = NULL;
+		while ((o = *op)) {
+			if (now - o->parked_ms <= REPLAY_WAIT_MS) {
+				pr->parked_tail = o;
+				op = &o->next;
+				continue;
+			}
+			*op = o->next;
+			o->next = NULL;
+			pop_report(o, -RP_EPEERDOWN);
+		}
 	}
-	for (pr = p->head; pr; pr = pr->next)
-		if (pr->parked && now - pr->parked_ms > REPLAY_WAIT_MS)
-			data_peer_drop(pr, -RP_EPEERDOWN);
 }
 
 void data_link_failed(struct peer_link *l)
 {
 	struct peer *pr = l->peer;
 	struct plookup *lk;
-	struct prevoke *rv;
 	struct pop *o, *batch = NULL;
 	bool may_replay = pr && !pr->removed && !l->p->stopping;
 
-	/* The connection is gone: nothing of it can reach an export any more. */
-	while ((rv = l->revokes)) {
-		l->revokes = rv->next;
-		revoke_release(rv);
-	}
 	while ((o = l->ops)) {
 		pop_unlink(o);
-		if (o->op.replay && may_replay) {
+		if (o->op.replay && may_replay && !o->s->dead) {
 			/* l->ops is newest first: this restores submission order. */
 			o->next = batch;
 			batch = o;
 			continue;
 		}
-		/* Posted: it may have happened. Never posted: it certainly did not. */
-		pop_report(o, o->op.posted ? -RP_EOUTCOME : -RP_EPEERDOWN);
+		/*
+		 * Posted: it may have happened. Never posted, or flushed behind a
+		 * refusal (replay): it certainly did not.
+		 */
+		pop_report(o, o->op.posted && !o->op.replay ? -RP_EOUTCOME : -RP_EPEERDOWN);
 	}
 	while ((o = batch)) {
 		batch = o->next;
@@ -646,11 +702,15 @@ void peers_export_gone(struct manager *m, struct export *e)
 	if (p->verbs && p->verbs->ops->export_gone)
 		p->verbs->ops->export_gone(p->verbs, e);
 	{
-		struct peer_link *l;
+		unsigned i;
 
-		for (l = p->links; l; l = l->next)
-			if (l->up && !l->closing)
-				revoke_start(l, e, m->incarnation);
+		/* Every peer that looked it up may hold its rkey. */
+		for (i = 0; i < e->n_lookers; i++) {
+			struct peer *pr = peer_find(p, e->lookers[i]);
+
+			if (pr && !pr->removed && !p->stopping)
+				revoke_start(pr, e);
+		}
 	}
 }
 

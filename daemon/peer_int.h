@@ -47,8 +47,8 @@ struct peer {
 	bool ever_up;
 	uint64_t incarnation;
 	int64_t rtt_us;
-	struct pop *parked;	       /* ops to send again on the next link (oldest first) */
-	uint64_t parked_ms;	       /* when the first of them was parked */
+	struct pop *parked, *parked_tail; /* ops to send again on the next link (oldest first) */
+	struct prevoke *revokes;	  /* our withdrawals it has not confirmed yet */
 	uint64_t dead_ids[PEER_DEAD_IDS]; /* exports it withdrew lately (replays skip them) */
 	unsigned dead_next;
 	uint64_t bytes_out, bytes_in, ops_out, ops_in, errors, reconnects;
@@ -75,7 +75,6 @@ struct peer_link {
 	int err;
 	struct pop *ops;	  /* client ops in flight on this link */
 	struct plookup *lookups;  /* LOOKUPs waiting for their reply */
-	struct prevoke *revokes;  /* our withdrawals it has not confirmed yet */
 };
 
 struct peers {
@@ -104,8 +103,10 @@ void data_on_ctrl(struct peer_link *l, const void *msg, size_t len);
 void data_link_failed(struct peer_link *l);
 /* A draining link with nothing in flight is closed. */
 void data_check_drained(struct peer_link *l);
-/* @l authenticated: send the ops parked for a replay on it. */
+/* @l authenticated: send pending withdrawals, then the ops parked for a replay. */
 void data_link_up(struct peer_link *l);
+/* A competing link of @pr went away: replay parked ops on the link that is up. */
+void data_replay(struct peer *pr);
 /* Report the ops parked on @pr with @status (peer removed, shutdown). */
 void data_peer_drop(struct peer *pr, int status);
 /* Once a second: withdrawal and replay deadlines. */

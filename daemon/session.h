@@ -57,6 +57,8 @@ struct export {
 	struct vmr *xport;	/* verbs: MR with exactly @access; kept while ops run */
 	struct region *xregion; /* referenced while @xport exists */
 	uint64_t peer_id;	/* id given to peers by their LOOKUP (peer_data.c), 0: none */
+	char (*lookers)[RP_NAME_MAX]; /* peers that looked it up (they may hold its rkey) */
+	unsigned n_lookers;
 	struct session *waiter; /* held: its UNEXPORT is answered once the MR is gone */
 	struct rp_hdr waiter_h;
 	struct remote *remote;	/* a handle to another daemon's export (peer_data.c) */
@@ -169,6 +171,8 @@ int export_remove(struct clients *c, struct session *s, const struct rp_hdr *h, 
 		  const char *name);
 /* Withdraw every export of @r (region freed or client gone). */
 void export_remove_region(struct clients *c, struct region *r);
+/* Remember that peer @name looked @e up (0 or -ENOMEM). */
+int export_add_looker(struct export *e, const char *name);
 struct export *export_find(struct clients *c, const char *name);
 unsigned exports_of_uid(const struct clients *c, uid_t uid);
 void export_unref(struct export *e);

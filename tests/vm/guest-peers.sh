@@ -8,10 +8,11 @@
 # attached and return to baseline; a client killed mid-transfer leaves no MR
 # and does not disturb another client; 1000 notifying writes (WRITE_WITH_IMM)
 # each notified once; a withdrawn export fails later writes with
-# RP_EUNEXPORTED while the link stays up and co-tenants are untouched; a
-# withdrawal the importer could not hear of (link down) makes the device
-# refuse a write: it is reported precisely, the ops flushed behind it are
-# replayed on the next link; a peer
+# RP_EUNEXPORTED while the link stays up and co-tenants are untouched; one
+# made while the link is briefly down reaches the importer on the next link;
+# one the importer could not hear of in time makes the device refuse a
+# write: it is reported precisely, the ops flushed behind it are replayed on
+# the next link; a peer
 # daemon SIGKILLed mid-transfer: every op reported exactly once,
 # reconnection, old handles fail with RP_ESTALE, transfers resume.
 set -u
@@ -210,10 +211,8 @@ one_guest() {
 	io A xfer B e2 64K 3 >/dev/null 2>&1
 	ok $? "the link is usable after the withdrawal"
 
-	# Withdrawal while the link is down: the importer cannot hear of it, so the
-	# next WRITE meets a deregistered MR and B's device refuses it. A reports
-	# that op RP_EUNEXPORTED, and the ops flushed behind it are sent again on
-	# the next link instead of failing.
+	# Withdrawal while the link is down for a moment: B keeps the MR and sends
+	# the REVOKE when the link is back, before A can use the handle.
 	spawn e3 B export e3 64K 0
 	said e3 ready
 	spawn hold3 A hold B e3
@@ -227,20 +226,49 @@ one_guest() {
 	kill -CONT "${PID[A]}"
 	up A B 40 "$mark_a"
 	ok $? "A reconnects after it resumes"
+	echo go >&"${SP_FD[hold3]}"
+	said hold3 "status=" 30
+	finish hold3
+	grep -q "status=$((-4096 - 5)) " "$D/hold3.out"
+	ok $? "a withdrawal made while the link was down reaches A on the next link: RP_EUNEXPORTED" ||
+		diag "$D/hold3.out"
+	! tail -n +"$mark_a" "$D/A.log" | grep -q "remote access error"
+	ok $? "and A never wrote into the deregistered MR (no remote access error)" ||
+		tail -n +"$mark_a" "$D/A.log" | diag
+
+	# Withdrawal the importer cannot hear of: A stays stopped past B's 5 s
+	# wait, B deregisters the MR, and A's next WRITE meets it. B's device
+	# refuses it; A reports that op RP_EUNEXPORTED, and the ops flushed
+	# behind it on the failed QP are sent again on the next link.
+	spawn e5 B export e5 64K 0
+	said e5 ready
+	spawn hold5 A hold B e5
+	said hold5 opened
+	mark_a=$(lines A)
+	mark_b=$(lines B)
+	kill -STOP "${PID[A]}"
+	wait_for 20 sh -c "tail -n +$mark_b '$D/B.log' | grep -q 'peer A: link .* lost'"
+	finish e5
+	wait_for 20 sh -c "tail -n +$mark_b '$D/B.log' | grep -q 'did not confirm the withdrawal'"
+	ok $? "B gives up waiting for A to confirm the withdrawal and deregisters the MR"
+	kill -CONT "${PID[A]}"
+	up A B 40 "$mark_a"
 	mark_a=$(lines A)
 	io A storm B e2 4 64K 8 >"$D/cotenant2.out" 2>&1 &
 	co=$!
 	sleep 1
-	echo go >&"${SP_FD[hold3]}"
-	said hold3 "status=" 30
-	finish hold3
-	diag "$D/hold3.out"
-	grep -q "status=$((-4096 - 5)) " "$D/hold3.out"
+	echo go >&"${SP_FD[hold5]}"
+	said hold5 "status=" 30
+	finish hold5
+	diag "$D/hold5.out"
+	grep -q "status=$((-4096 - 5)) " "$D/hold5.out"
 	ok $? "a WRITE into the deregistered MR fails with RP_EUNEXPORTED"
 	wait $co
 	rc=$?
 	echo "# co-tenant during the device refusal: $(grep '^storm' "$D/cotenant2.out")"
-	tail -n +"$mark_a" "$D/A.log" | grep -E "REM|refus|sent again|lost" | diag
+	tail -n +"$mark_a" "$D/A.log" | grep -E "remote access|sent again|lost" | diag
+	tail -n +"$mark_a" "$D/A.log" | grep -q "remote access error"
+	ok $? "the write really met B's device (remote access error, QP failed)"
 	[ $rc -eq 0 ] && grep -q "ok=[1-9][0-9]* peerdown=0 outcome=0 stale=0 other=0 duplicate=0" "$D/cotenant2.out"
 	ok $? "the co-tenant's ops flushed behind it are replayed on the new link: all succeed" ||
 		diag "$D/cotenant2.out"
