@@ -464,6 +464,19 @@ static void hs_step(struct peer_link *l, const void *msg, size_t len)
 			return;
 		}
 	}
+	/*
+	 * The other daemon just proved it knows the key (initiator: its
+	 * CHALLENGE; responder: its AUTH). Open one-sided access before our
+	 * reply leaves: whatever it sends after that reply may use it.
+	 */
+	if ((r == 1 || l->hs.state == HS_I_SENT_AUTH) && l->t->ops->open_access) {
+		int e = l->t->ops->open_access(l->x);
+
+		if (e < 0) {
+			link_close(l, e, "cannot open the connection for one-sided access");
+			return;
+		}
+	}
 	if (n)
 		link_send(l, out, n);
 	if (r == 1)

@@ -210,6 +210,13 @@ struct transport_ops {
 	 * reported to the peer layer.
 	 */
 	void (*close)(struct xconn *x);
+	/*
+	 * The handshake has authenticated the other daemon (called before our
+	 * next handshake message goes out, so it precedes anything the other
+	 * side may do after it): allow its one-sided access from now on (verbs:
+	 * the QP's remote access flags, 0 until here). May be NULL. 0 or <0.
+	 */
+	int (*open_access)(struct xconn *x);
 	/* Queue one control message (<= PEER_CTRL_MAX bytes, copied). 0 or <0. */
 	int (*send_ctrl)(struct xconn *x, const void *msg, size_t len);
 	/* Take an op (see "Exactly-once reports"). 0: taken; <0: not taken. */

@@ -12,7 +12,10 @@
  *    655.36 ms per receiver-not-ready NAK. We set 12 = 0.64 ms (table:
  *    1 = 0.01 ms ... 11 = 0.48, 12 = 0.64, 13 = 0.96 ms). Credits mean an
  *    RNR should never happen; if one does, it costs 0.64 ms, not 655 ms.
- *  - access flags: exactly REMOTE_WRITE | REMOTE_READ (no atomics); the
+ *  - access flags: none until the peer layer's handshake has authenticated
+ *    the other daemon (ops->open_access), then exactly REMOTE_WRITE |
+ *    REMOTE_READ (no atomics): an unauthenticated connector whose QP is
+ *    connected cannot reach any MR of ours, whatever rkey it guesses. The
  *    per-export MR still decides what is allowed where.
  *  - max_dest_rd_atomic on the passive side: what we accept, as librdmacm
  *    does for its own QPs.
@@ -278,7 +281,7 @@ static int qp_rtr(struct vconn *c, int resp_res)
 	a.qp_state = IBV_QPS_INIT;
 	if (rdma_init_qp_attr(c->id, &a, &mask))
 		return -errno;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	a.qp_access_flags = 0; /* vp_open_access() after authentication */
 	if (ibv_modify_qp(c->qp, &a, mask | IBV_QP_ACCESS_FLAGS))
 		return -errno;
 	memset(&a, 0, sizeof(a));
@@ -681,6 +684,18 @@ static void vp_close(struct xconn *x)
 	vc_fail(c, -ECONNABORTED, "closed by this daemon");
 }
 
+static int vp_open_access(struct xconn *x)
+{
+	struct vconn *c = (struct vconn *)x;
+	struct ibv_qp_attr a = { .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						     IBV_ACCESS_REMOTE_READ };
+
+	if (c->state != VC_UP || !c->qp)
+		return -ENOTCONN;
+	/* RTS -> RTS with new access flags (an optional attribute of that transition). */
+	return ibv_modify_qp(c->qp, &a, IBV_QP_ACCESS_FLAGS) ? -errno : 0;
+}
+
 static int vp_send_ctrl(struct xconn *x, const void *msg, size_t len)
 {
 	return vc_send_ctrl((struct vconn *)x, msg, len);
@@ -719,6 +734,7 @@ const struct transport_ops vp_ops = {
 	.connect = vp_connect,
 	.remote_addr = vp_remote_addr,
 	.close = vp_close,
+	.open_access = vp_open_access,
 	.send_ctrl = vp_send_ctrl,
 	.submit = vp_submit,
 	.export_info = vp_export_info,

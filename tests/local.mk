@@ -15,5 +15,11 @@ check_PROGRAMS += tests/helpers/verbs-local-check
 tests_helpers_verbs_local_check_SOURCES = tests/helpers/verbs-local-check.c \
 	daemon/verbs_local.c daemon/verbs_local.h daemon/rdma_dev.c daemon/rdma_dev.h
 tests_helpers_verbs_local_check_LDADD = $(IBVERBS_LIBS) $(RDMACM_LIBS)
+
+# An unauthenticated verbs connector: the daemon's QP must refuse its writes.
+check_PROGRAMS += tests/helpers/vp-intruder
+tests_helpers_vp_intruder_SOURCES = tests/helpers/vp-intruder.c
+tests_helpers_vp_intruder_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_helpers_vp_intruder_LDADD = $(IBVERBS_LIBS) $(RDMACM_LIBS)
 include tests/integration/perf.mk
 include tests/integration/hostile.mk

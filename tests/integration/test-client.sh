@@ -80,15 +80,16 @@ ok $? "examples/rp-demo: two processes, checksums match"
 diag "$T_DIR/demo.out"
 
 # Everything released: fds exactly, RSS within a tolerance. Freed heap can
-# stay in malloc's arenas (and in ASan's quarantine), so allow 8 MiB; a
-# region left mapped would be 64 MiB here.
+# stay in malloc's arenas (and in ASan's quarantine: growth of 5 to 10 MiB
+# was seen under ASan in the guest), so allow 16 MiB; a region left mapped
+# would be 64 MiB here.
 wait_for 10 only_probe_left
 ok $? "no client left"
 wait_for 10 test "$(nfds "$PID")" -eq "$BASE_FDS"
 ok $? "daemon fd count back to baseline ($BASE_FDS -> $(nfds "$PID"))"
 rss=$(rss_kb "$PID")
-[ "$rss" -le $((BASE_RSS + 8192)) ]
-ok $? "daemon RSS back to baseline within 8 MiB ($BASE_RSS kB -> $rss kB)"
+[ "$rss" -le $((BASE_RSS + 16384)) ]
+ok $? "daemon RSS back to baseline within 16 MiB ($BASE_RSS kB -> $rss kB)"
 "$PROBE" "$SOCK" status | grep -q '^clients=1$'
 ok $? "status counts only the probe"
 stop_daemon "$PID"

@@ -120,6 +120,19 @@ one_guest() {
 	ok $? "rdma resource show qp: 2 loopback + 2 peer RC QPs ($(qps), baseline $qp0)"
 	base_mr=$(mrs)
 
+	# A connector that never authenticates cannot touch any MR of B's.
+	mark_a=$(lines A)
+	mark_b=$(lines B)
+	"$B/tests/helpers/vp-intruder" "${ADDR[B]}" "${PORT[B]}" >"$D/intruder.out" 2>&1
+	rc=$?
+	diag "$D/intruder.out"
+	[ $rc -eq 0 ]
+	ok $? "an unauthenticated verbs connector's RDMA WRITE is refused by B's QP (no access before the handshake)"
+	kill -0 "${PID[B]}" && wait_for 10 sh -c "tail -n +$mark_b '$D/B.log' | grep -q 'connection closed'"
+	ok $? "B survives it and drops that connection" || tail -n +"$mark_b" "$D/B.log" | diag
+	! tail -n +"$mark_a" "$D/A.log" | grep -q "link .* lost"
+	ok $? "the authenticated link A-B is unaffected"
+
 	[ -n "${RP_TEST_PEER_SKIP_IO:-}" ] && SIZES=""
 	for sz in $SIZES; do
 		spawn exp B export "x$sz" "$sz" 1
