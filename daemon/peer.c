@@ -343,6 +343,16 @@ static bool prefer(const struct peer_link *a, const struct peer_link *b)
 	return strcmp(me, them) < 0 ? a_mine : !a_mine;
 }
 
+bool peer_settling(const struct peer *pr)
+{
+	const struct peer_link *o = pr->out, *u = pr->up;
+
+	if (!o || !o->connected || o->closing)
+		return false;
+	/* Our attempt is authenticating: it becomes the link, or it may replace the one up. */
+	return !u || u->closing || u->draining || prefer(o, u);
+}
+
 static void supersede(struct peer_link *old)
 {
 	old->superseded = true;

@@ -330,25 +330,40 @@ void peer_x_op_done(struct peer_op *op, int status)
 	data_check_drained(l);
 }
 
-static struct peer_link *usable_link(struct peers *p, const char *peer, int *err)
+static void park(struct pop *o, struct peer *pr);
+
+/*
+ * The link for a new op to @peer, or NULL with *err 0 when the op should
+ * wait (parked, at most REPLAY_WAIT_MS) for the link that is about to be up:
+ * a recovery is under way (ops flushed behind a refused request wait for
+ * the next link; new ops queue behind them rather than fail or overtake
+ * them), or our own connection attempt is authenticating.
+ */
+static struct peer_link *usable_link(struct peers *p, const char *peer, struct peer **prp,
+				     int *err)
 {
 	struct peer *pr = p ? peer_find(p, peer) : NULL;
 
 	*err = 0;
+	*prp = pr;
 	if (!pr)
 		*err = -RP_EPEERUNKNOWN;
+	else if ((pr->parked || peer_settling(pr)) && !pr->removed && !p->stopping)
+		return NULL;
 	else if (!pr->up || pr->up->closing || pr->up->draining)
 		*err = -RP_EPEERDOWN;
 	return *err ? NULL : pr->up;
 }
 
-static int submit(struct session *s, struct peer_link *l, struct pop *o, const struct rp_sqe *q)
+/* @l NULL: park the op on @pr (see usable_link()). */
+static int submit(struct session *s, struct peer *pr, struct peer_link *l, struct pop *o,
+		  const struct rp_sqe *q)
 {
 	struct region *lr = idtab_get(&s->regions, q->region);
 	int r;
 
 	o->link = l;
-	o->peer = l->peer;
+	o->peer = pr;
 	o->s = s;
 	o->acct = s->acct;
 	o->cookie = q->cookie;
@@ -356,6 +371,10 @@ static int submit(struct session *s, struct peer_link *l, struct pop *o, const s
 	o->op.region = region_ref(lr);
 	o->op.off = q->offset;
 	o->op.len = q->len;
+	if (!l) {
+		park(o, pr);
+		goto taken;
+	}
 	o->next = l->ops;
 	if (l->ops)
 		l->ops->prev = o;
@@ -367,9 +386,10 @@ static int submit(struct session *s, struct peer_link *l, struct pop *o, const s
 		free(o);
 		return -RP_EPEERDOWN;
 	}
+taken:
 	s->acct->refs++;
 	session_hold(s);
-	l->peer->ops_out++;
+	pr->ops_out++;
 	return 0;
 }
 
@@ -378,13 +398,14 @@ int peers_submit_rw(struct session *s, const struct rp_sqe *q, struct export *e)
 	const struct remote *rm = e->remote;
 	bool wr = q->opcode == RP_SQE_WRITE;
 	struct peer_link *l;
+	struct peer *pr;
 	struct pop *o;
 	int err;
 
-	l = usable_link(peers_of(s), rm->peer, &err);
-	if (!l)
+	l = usable_link(peers_of(s), rm->peer, &pr, &err);
+	if (err)
 		return err;
-	if (l->remote_inc != rm->inc)
+	if ((l ? l->remote_inc : pr->incarnation) != rm->inc)
 		return -RP_ESTALE;
 	if (rm->revoked)
 		return -RP_EUNEXPORTED;
@@ -405,25 +426,26 @@ int peers_submit_rw(struct session *s, const struct rp_sqe *q, struct export *e)
 	o->op.export_len = rm->len;
 	o->op.xinfo_len = rm->xinfo_len;
 	memcpy(o->op.xinfo, rm->xinfo, sizeof(o->op.xinfo));
-	return submit(s, l, o, q);
+	return submit(s, pr, l, o, q);
 }
 
 int peers_submit_send(struct session *s, const struct rp_sqe *q, const char *peer,
 		      const char *endpoint)
 {
 	struct peer_link *l;
+	struct peer *pr;
 	struct pop *o;
 	int err;
 
-	l = usable_link(peers_of(s), peer, &err);
-	if (!l)
+	l = usable_link(peers_of(s), peer, &pr, &err);
+	if (err)
 		return err;
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
 	o->op.kind = PEER_OP_SEND;
 	snprintf(o->op.endpoint, sizeof(o->op.endpoint), "%s", endpoint);
-	return submit(s, l, o, q);
+	return submit(s, pr, l, o, q);
 }
 
 /* ---- Withdrawals (PP_REVOKE): the exporting side. ---- */

@@ -93,6 +93,12 @@ struct peers {
 
 uint64_t peer_now_ms(void);
 struct peer *peer_find(struct peers *p, const char *name);
+/*
+ * Our own connection attempt to @pr is authenticating and will be (or may
+ * replace) the link: new ops wait for it rather than fail or go on a link
+ * about to be superseded.
+ */
+bool peer_settling(const struct peer *pr);
 /* Close @l (idempotent); @why is logged and kept as the failure reason. */
 void link_close(struct peer_link *l, int err, const char *why);
 int link_send(struct peer_link *l, const void *msg, size_t len);
