@@ -343,11 +343,24 @@ static bool prefer(const struct peer_link *a, const struct peer_link *b)
 	return strcmp(me, them) < 0 ? a_mine : !a_mine;
 }
 
+/* Our attempt has verified the peer's CHALLENGE: it completes unless the peer drops it. */
+static bool out_authenticated(const struct peer *pr)
+{
+	const struct peer_link *o = pr->out;
+
+	return o && !o->closing && o->hs.state == HS_I_SENT_AUTH;
+}
+
+bool peer_out_pending(const struct peer *pr, const struct peer_link *l)
+{
+	return pr->out != l && out_authenticated(pr) && (!l || prefer(pr->out, l));
+}
+
 bool peer_settling(const struct peer *pr)
 {
 	const struct peer_link *o = pr->out, *u = pr->up;
 
-	if (!o || !o->connected || o->closing)
+	if (!out_authenticated(pr))
 		return false;
 	/* Our attempt is authenticating: it becomes the link, or it may replace the one up. */
 	return !u || u->closing || u->draining || prefer(o, u);
@@ -475,11 +488,25 @@ static void hs_step(struct peer_link *l, const void *msg, size_t len)
 		}
 	}
 	/*
+	 * Responder, authenticated: if our own connection attempt to the same
+	 * peer is under way and wins the duplicate rule, refuse this one before
+	 * READY, so neither side ever puts traffic on a link we would supersede
+	 * a moment later (the peer's ops on it would end RP_EOUTCOME). The peer
+	 * applies the same rule, so exactly one of the two links completes.
+	 */
+	if (r == 1 && !l->outbound && l->peer->out && l->peer->out != l &&
+	    !l->peer->out->closing && prefer(l->peer->out, l)) {
+		reject_and_close(l, PP_REJ_DUPLICATE,
+				 "our own connection to this peer is completing and wins");
+		return;
+	}
+	/*
 	 * The other daemon just proved it knows the key (initiator: its
 	 * CHALLENGE; responder: its AUTH). Open one-sided access before our
 	 * reply leaves: whatever it sends after that reply may use it.
 	 */
-	if ((r == 1 || l->hs.state == HS_I_SENT_AUTH) && l->t->ops->open_access) {
+	if (((r == 1 && !l->outbound) || (r == 0 && l->hs.state == HS_I_SENT_AUTH)) &&
+	    l->t->ops->open_access) {
 		int e = l->t->ops->open_access(l->x);
 
 		if (e < 0) {

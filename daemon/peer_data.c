@@ -575,7 +575,7 @@ static void replay(struct peer_link *l)
 	 * (duplicate links): wait for the link that stays (peer_x_failed()
 	 * and link_up() call again).
 	 */
-	if (!list || (pr->out && pr->out != l))
+	if (!list || peer_out_pending(pr, l))
 		return;
 	pr->parked = pr->parked_tail = NULL;
 	while ((o = list)) {

@@ -99,6 +99,8 @@ struct peer *peer_find(struct peers *p, const char *name);
  * about to be superseded.
  */
 bool peer_settling(const struct peer *pr);
+/* Our authenticated attempt (not @l) will be the link, winning over @l if given. */
+bool peer_out_pending(const struct peer *pr, const struct peer_link *l);
 /* Close @l (idempotent); @why is logged and kept as the failure reason. */
 void link_close(struct peer_link *l, int err, const char *why);
 int link_send(struct peer_link *l, const void *msg, size_t len);

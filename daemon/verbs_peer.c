@@ -288,6 +288,7 @@ static int qp_rtr(struct vconn *c, int resp_res)
 	a.qp_state = IBV_QPS_RTR;
 	if (rdma_init_qp_attr(c->id, &a, &mask))
 		return -errno;
+	mask &= ~IBV_QP_ACCESS_FLAGS; /* some CMs (iWARP) set them here too: stay closed */
 	a.min_rnr_timer = VP_MIN_RNR_TIMER;
 	mask |= IBV_QP_MIN_RNR_TIMER;
 	if (resp_res >= 0)
@@ -303,6 +304,7 @@ static int qp_rts(struct vconn *c)
 	a.qp_state = IBV_QPS_RTS;
 	if (rdma_init_qp_attr(c->id, &a, &mask))
 		return -errno;
+	mask &= ~IBV_QP_ACCESS_FLAGS; /* opened only by vp_open_access() */
 	return ibv_modify_qp(c->qp, &a, mask) ? -errno : 0;
 }
 

@@ -191,6 +191,7 @@ _Static_assert(sizeof(struct vp_opx) <= sizeof(((struct peer_op *)0)->scratch), 
 #define VPX_ALL_POSTED 0x4u
 #define VPX_SOME_DONE 0x8u /* at least one WR of it completed successfully */
 #define VPX_SLOT 0x10u	    /* holds a far notify ring slot until the reply */
+#define VPX_SOME_FAILED 0x20u /* at least one WR of it completed with an error or flush */
 
 static inline struct vp_opx *vpx(struct peer_op *op)
 {

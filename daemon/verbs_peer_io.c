@@ -148,8 +148,17 @@ static void op_check(struct vconn *c, struct peer_op *op)
 	if (x->wrs)
 		return;
 	if (c->state >= VC_FAILING) {
-		if (x->status)
+		if (x->status) {
 			op_report(c, op, x->status);
+		} else if ((x->flags & VPX_ALL_POSTED) && !(x->flags & VPX_SOME_FAILED) &&
+			   (!(x->flags & VPX_REPLY) || (x->flags & VPX_GOT_REPLY))) {
+			/*
+			 * Every WR of it completed successfully before the QP
+			 * failed (unsignalled ones are implied by the next
+			 * completion: the send queue completes in order).
+			 */
+			op_report(c, op, 0);
+		}
 		return;
 	}
 	if (!(x->flags & VPX_ALL_POSTED))
@@ -590,6 +599,8 @@ static void retire(struct vconn *c, struct vp_sslot *s, const struct ibv_wc *wc,
 		return;
 	x = vpx(op);
 	x->wrs--;
+	if (mine && wc->status != IBV_WC_SUCCESS)
+		x->flags |= VPX_SOME_FAILED;
 	if (!mine || wc->status == IBV_WC_SUCCESS) {
 		x->flags |= VPX_SOME_DONE;
 	} else if (wc->status == IBV_WC_WR_FLUSH_ERR) {
