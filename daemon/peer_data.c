@@ -213,15 +213,10 @@ static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 		r.status = -RP_ENOEXPORT;
 	} else {
 		n = l->t->ops->export_info(l->t, e, r.xinfo, sizeof(r.xinfo));
-		if (n < 0) {
-			r.status = n;
-			memset(r.xinfo, 0, sizeof(r.xinfo));
-		} else {
-			if (!e->peer_id)
-				e->peer_id = ++p->next_export_id;
-			if (export_add_looker(e, l->peer->conf.name) < 0)
-				n = -ENOMEM;
-		}
+		if (n >= 0 && export_add_looker(e, l->peer->conf.name) < 0)
+			n = -ENOMEM;
+		if (n >= 0 && !e->peer_id)
+			e->peer_id = ++p->next_export_id;
 		if (n < 0) {
 			r.status = n;
 			memset(r.xinfo, 0, sizeof(r.xinfo));
@@ -332,6 +327,23 @@ void peer_x_op_done(struct peer_op *op, int status)
 
 static void park(struct pop *o, struct peer *pr);
 
+/* Put @o on @l and hand it to the transport; on failure it is on no list. */
+static int pop_post(struct pop *o, struct peer_link *l)
+{
+	int r;
+
+	o->link = l;
+	o->prev = NULL;
+	o->next = l->ops;
+	if (l->ops)
+		l->ops->prev = o;
+	l->ops = o;
+	r = l->t->ops->submit(l->x, &o->op);
+	if (r < 0)
+		pop_unlink(o);
+	return r;
+}
+
 /*
  * The link for a new op to @peer, or NULL with *err 0 when the op should
  * wait (parked, at most REPLAY_WAIT_MS) for the link that is about to be up:
@@ -360,9 +372,7 @@ static int submit(struct session *s, struct peer *pr, struct peer_link *l, struc
 		  const struct rp_sqe *q)
 {
 	struct region *lr = idtab_get(&s->regions, q->region);
-	int r;
 
-	o->link = l;
 	o->peer = pr;
 	o->s = s;
 	o->acct = s->acct;
@@ -375,13 +385,7 @@ static int submit(struct session *s, struct peer *pr, struct peer_link *l, struc
 		park(o, pr);
 		goto taken;
 	}
-	o->next = l->ops;
-	if (l->ops)
-		l->ops->prev = o;
-	l->ops = o;
-	r = l->t->ops->submit(l->x, &o->op);
-	if (r < 0) {
-		pop_unlink(o);
+	if (pop_post(o, l) < 0) {
 		region_unref(lr);
 		free(o);
 		return -RP_EPEERDOWN;
@@ -600,14 +604,7 @@ static void replay(struct peer_link *l)
 			continue;
 		}
 		o->op.posted = o->op.replay = o->op.refused = false;
-		o->link = l;
-		o->prev = NULL;
-		o->next = l->ops;
-		if (l->ops)
-			l->ops->prev = o;
-		l->ops = o;
-		if (l->t->ops->submit(l->x, &o->op) < 0) {
-			pop_unlink(o);
+		if (pop_post(o, l) < 0) {
 			pop_report(o, -RP_EPEERDOWN);
 			continue;
 		}
@@ -716,23 +713,16 @@ void peers_session_gone(struct session *s)
 void peers_export_gone(struct manager *m, struct export *e)
 {
 	struct peers *p = m->peers;
+	unsigned i;
 
 	if (!p || !e->peer_id)
 		return;
-	if (p->tcp && p->tcp->ops->export_gone)
-		p->tcp->ops->export_gone(p->tcp, e);
-	if (p->verbs && p->verbs->ops->export_gone)
-		p->verbs->ops->export_gone(p->verbs, e);
-	{
-		unsigned i;
+	/* Every peer that looked it up may hold its rkey. */
+	for (i = 0; i < e->n_lookers; i++) {
+		struct peer *pr = peer_find(p, e->lookers[i]);
 
-		/* Every peer that looked it up may hold its rkey. */
-		for (i = 0; i < e->n_lookers; i++) {
-			struct peer *pr = peer_find(p, e->lookers[i]);
-
-			if (pr && !pr->removed && !p->stopping)
-				revoke_start(pr, e);
-		}
+		if (pr && !pr->removed && !p->stopping)
+			revoke_start(pr, e);
 	}
 }
 

@@ -67,17 +67,16 @@
  *   export's access (IBV_ACCESS_REMOTE_WRITE/READ | LOCAL_WRITE) and puts
  *   its address and rkey there (the region's own lkey MR stays private).
  *   The initiating daemon's transport gets the blob back in every
- *   peer_op (op->xinfo) and uses it for one-sided ops. ops->export_gone is
- *   called when the export is withdrawn (unexport, region freed, client
- *   gone). The peer layer then sends PP_REVOKE on every link that is up and
- *   keeps the export's verbs MR registered until each answers PP_REVOKE_R
- *   (the importer's ops->revoke makes sure nothing of it is still in
- *   flight) or its link is gone; a withdrawal therefore never sends a
- *   one-sided op into a deregistered MR. If one still does (the link was
- *   down when the export went, and the importer's handle did not learn),
- *   the exporter's device refuses it, the QP fails, that op is reported
- *   -RP_EREMOTEACCESS, and the ops flushed behind it are replayed on the
- *   next link (op->replay).
+ *   peer_op (op->xinfo) and uses it for one-sided ops. When the export is
+ *   withdrawn (unexport, region freed, client gone) the peer layer sends
+ *   PP_REVOKE to every peer that looked it up (now, or on its next link)
+ *   and keeps the export's verbs MR registered until that peer answers
+ *   PP_REVOKE_R (the importer's ops->revoke makes sure nothing of it is
+ *   still in flight) or 5 s pass; a withdrawal therefore never sends a
+ *   one-sided op into a deregistered MR. If one still does (the peer was
+ *   away longer), the exporter's device refuses it, the QP fails, that op
+ *   is reported -RP_EUNEXPORTED (op->refused), and the ops flushed behind
+ *   it are replayed on the next link (op->replay).
  *   Blobs never reach clients: they hold opaque handles only.
  *
  * Incarnations
@@ -228,8 +227,6 @@ struct transport_ops {
 	 * answered with that error). Called for every LOOKUP: cache per export.
 	 */
 	int (*export_info)(struct transport *t, struct export *e, void *buf, size_t cap);
-	/* @e was withdrawn: drop what export_info() set up. May be NULL. */
-	void (*export_gone)(struct transport *t, struct export *e);
 	/*
 	 * Importing side: the peer withdrew @export_id (PP_REVOKE). Post nothing
 	 * more for it (ops not yet wholly posted end -RP_EUNEXPORTED), then send

@@ -740,8 +740,6 @@ const struct transport_ops vp_ops = {
 	.send_ctrl = vp_send_ctrl,
 	.submit = vp_submit,
 	.export_info = vp_export_info,
-	/* exports.c deregisters the export's MR when it dies: nothing to drop here. */
-	.export_gone = NULL,
 	.revoke = vp_revoke,
 	.free = vp_free,
 };

@@ -970,6 +970,14 @@ int vc_io_new(struct vconn *c, char *why, size_t whylen)
 	return 0;
 }
 
+/* Queued ops of which nothing completed: sent again on the next link. */
+static void mark_replay(struct peer_op *q)
+{
+	for (; q; q = vpx(q)->next)
+		if (!(vpx(q)->flags & VPX_SOME_DONE) && !vpx(q)->status)
+			q->replay = true;
+}
+
 void vc_io_forget(struct vconn *c)
 {
 	struct vp_msg *m;
@@ -983,14 +991,8 @@ void vc_io_forget(struct vconn *c)
 	 * had nothing complete are sent again on the next link.
 	 */
 	if (c->remote_err) {
-		struct peer_op *op;
-
-		for (op = c->rwq; op; op = vpx(op)->next)
-			if (!(vpx(op)->flags & VPX_SOME_DONE) && !vpx(op)->status)
-				op->replay = true;
-		for (op = c->sendq; op; op = vpx(op)->next)
-			if (!(vpx(op)->flags & VPX_SOME_DONE) && !vpx(op)->status)
-				op->replay = true;
+		mark_replay(c->rwq);
+		mark_replay(c->sendq);
 	}
 	c->rwq = c->rwq_tail = NULL;
 	c->sendq = c->sendq_tail = NULL;
