@@ -372,6 +372,7 @@ static int submit(struct session *s, struct peer *pr, struct peer_link *l, struc
 		  const struct rp_sqe *q)
 {
 	struct region *lr = idtab_get(&s->regions, q->region);
+	int r;
 
 	o->peer = pr;
 	o->s = s;
@@ -385,7 +386,13 @@ static int submit(struct session *s, struct peer *pr, struct peer_link *l, struc
 		park(o, pr);
 		goto taken;
 	}
-	if (pop_post(o, l) < 0) {
+	r = pop_post(o, l);
+	if (r == -EAGAIN && !pr->removed && !l->p->stopping) {
+		/* The link is being replaced after a refusal: wait for the next one. */
+		park(o, pr);
+		goto taken;
+	}
+	if (r < 0) {
 		region_unref(lr);
 		free(o);
 		return -RP_EPEERDOWN;
@@ -573,6 +580,7 @@ static void replay(struct peer_link *l)
 	struct peer *pr = l->peer;
 	struct pop *o, *list = pr->parked;
 	unsigned n = 0;
+	int r;
 
 	/*
 	 * Our own connection attempt is still running and may supersede @l
@@ -604,7 +612,12 @@ static void replay(struct peer_link *l)
 			continue;
 		}
 		o->op.posted = o->op.replay = o->op.refused = false;
-		if (pop_post(o, l) < 0) {
+		r = pop_post(o, l);
+		if (r == -EAGAIN) { /* this link failed already: the next one */
+			park(o, pr);
+			continue;
+		}
+		if (r < 0) {
 			pop_report(o, -RP_EPEERDOWN);
 			continue;
 		}

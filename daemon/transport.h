@@ -56,8 +56,11 @@
  *     ibv_post_send()). A flush error seen before peer_x_failed() may also
  *     be reported directly with peer_x_op_done(op, -RP_EOUTCOME) or
  *     (never posted) -RP_EPEERDOWN.
- *   A synchronous failure of ops->write/read/send (negative return) means the
- *   transport did not take the op; the peer layer reports it itself.
+ *   A synchronous failure of ops->submit (negative return) means the
+ *   transport did not take the op; the peer layer reports it itself, except
+ *   -EAGAIN: the connection is failing after the far side refused a request
+ *   (it is about to be replaced), so the op is held for the next link like
+ *   the ops flushed behind that request.
  *   Never report OK for an op whose outcome is unknown.
  *
  * Remote exports and transport-specific export info

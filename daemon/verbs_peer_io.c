@@ -487,8 +487,8 @@ int vc_submit(struct vconn *c, struct peer_op *op)
 	struct vp_opx *x = vpx(op);
 	int r;
 
-	if (c->state >= VC_FAILING)
-		return -RP_EPEERDOWN;
+	if (c->state >= VC_FAILING) /* -EAGAIN: the peer layer holds it for the next link */
+		return c->remote_err ? -EAGAIN : -RP_EPEERDOWN;
 	if (!op->region || !op->region->xport || op->len > UINT32_MAX ||
 	    op->off > op->region->len || op->len > op->region->len - op->off)
 		return -EINVAL;
