@@ -11,7 +11,7 @@ daemon_rdmaproxyd_SOURCES = \
 	daemon/config.c daemon/config.h \
 	daemon/listener.c daemon/listener.h \
 	daemon/notify.c daemon/notify.h \
-	daemon/rdma_dev.c daemon/rdma_dev.h \
+	daemon/rdma_dev.c daemon/rdma_dev.h daemon/vx.h \
 	daemon/verbs_local.c daemon/verbs_local.h \
 	daemon/verbs_peer.c daemon/verbs_peer_io.c daemon/verbs_peer_uv.c daemon/verbs_peer.h \
 	daemon/peer.c daemon/peer_data.c daemon/peer.h daemon/peer_int.h \

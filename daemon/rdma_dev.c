@@ -4,12 +4,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "vx.h"
 
 /* Acknowledging CQ events takes a lock; doing it in batches keeps it cheap. */
 #define CQ_ACK_BATCH 64
@@ -46,12 +46,12 @@ static unsigned find_port(struct ibv_context *ctx, unsigned want, char *why, siz
 	struct ibv_port_attr pa;
 	unsigned p;
 
-	if (ibv_query_device(ctx, &da))
+	if (vx_query_device(ctx, &da) < 0)
 		return 0;
 	for (p = 1; p <= da.phys_port_cnt; p++) {
 		if (want && p != want)
 			continue;
-		if (ibv_query_port(ctx, p, &pa))
+		if (vx_query_port(ctx, (uint8_t)p, &pa) < 0)
 			continue;
 		if (pa.state == IBV_PORT_ACTIVE)
 			return p;
@@ -69,8 +69,7 @@ static int pick_device(struct rdev *d, const char *want, unsigned want_port, cha
 	char found[256] = "";
 	int n = 0, i;
 
-	d->list = rdma_get_devices(&n);
-	if (!d->list || n == 0) {
+	if (vx_rdma_get_devices(&d->list, &n) < 0 || n == 0) {
 		snprintf(why, whylen, "no RDMA devices found (is a driver such as rdma_rxe loaded?)");
 		return -ENODEV;
 	}
@@ -99,32 +98,31 @@ static int pick_device(struct rdev *d, const char *want, unsigned want_port, cha
 
 static int alloc_resources(struct rdev *d, uint32_t cq_depth, char *why, size_t whylen)
 {
-	d->pd = ibv_alloc_pd(d->ctx);
-	if (!d->pd) {
-		snprintf(why, whylen, "ibv_alloc_pd: %s", strerror(errno));
-		return -errno;
+	const char *what = "ibv_alloc_pd";
+	int r;
+
+	r = vx_alloc_pd(d->ctx, &d->pd);
+	if (r == 0) {
+		what = "ibv_create_comp_channel";
+		r = vx_create_comp_channel(d->ctx, &d->chan);
 	}
-	d->chan = ibv_create_comp_channel(d->ctx);
-	if (!d->chan) {
-		snprintf(why, whylen, "ibv_create_comp_channel: %s", strerror(errno));
-		return -errno;
+	if (r == 0) {
+		what = "ibv_create_cq";
+		r = vx_create_cq(d->ctx, (int)cq_depth, d, d->chan, &d->cq);
 	}
-	d->cq = ibv_create_cq(d->ctx, (int)cq_depth, d, d->chan, 0);
-	if (!d->cq) {
-		snprintf(why, whylen, "ibv_create_cq(%u): %s", cq_depth, strerror(errno));
-		return -errno;
+	if (r == 0) {
+		what = "making the device fds non-blocking";
+		r = set_nonblock(d->chan->fd);
+		if (r == 0)
+			r = set_nonblock(d->ctx->async_fd);
 	}
-	if (set_nonblock(d->chan->fd) < 0 || set_nonblock(d->ctx->async_fd) < 0) {
-		snprintf(why, whylen, "cannot make device fds non-blocking: %s", strerror(errno));
-		return -errno;
+	if (r == 0) {
+		what = "ibv_req_notify_cq";
+		r = vx_req_notify_cq(d->cq);
 	}
-	/* ibv_req_notify_cq returns a positive errno. */
-	int r = ibv_req_notify_cq(d->cq, 0);
-	if (r) {
-		snprintf(why, whylen, "ibv_req_notify_cq: %s", strerror(r));
-		return -r;
-	}
-	return 0;
+	if (r < 0)
+		snprintf(why, whylen, "%s: %s", what, strerror(-r));
+	return r;
 }
 
 int rdev_open(const char *want, unsigned port, uint32_t cq_depth, struct rdev **ret, char *why,
@@ -157,12 +155,12 @@ struct rdev *rdev_free(struct rdev *d)
 	if (d->cq) {
 		if (d->unacked)
 			ibv_ack_cq_events(d->cq, d->unacked);
-		ibv_destroy_cq(d->cq);
+		vx_destroy_cq(d->cq);
 	}
 	if (d->chan)
-		ibv_destroy_comp_channel(d->chan);
+		vx_destroy_comp_channel(d->chan);
 	if (d->pd)
-		ibv_dealloc_pd(d->pd);
+		vx_dealloc_pd(d->pd);
 	if (d->list)
 		rdma_free_devices(d->list);
 	free(d);
@@ -207,7 +205,7 @@ static void query_gids(const struct rdev *d, const struct ibv_port_attr *pa, str
 		union ibv_gid gid;
 		static const uint8_t zero[16];
 
-		if (ibv_query_gid(d->ctx, d->port, i, &gid) || !memcmp(gid.raw, zero, 16))
+		if (vx_query_gid(d->ctx, d->port, i, &gid) < 0 || !memcmp(gid.raw, zero, 16))
 			continue;
 		inet_ntop(AF_INET6, gid.raw, info->gids[info->n_gids++], sizeof(info->gids[0]));
 	}
@@ -216,12 +214,14 @@ static void query_gids(const struct rdev *d, const struct ibv_port_attr *pa, str
 int rdev_query(const struct rdev *d, struct rdev_info *info)
 {
 	struct ibv_port_attr pa;
+	int r;
 
 	memset(info, 0, sizeof(*info));
 	snprintf(info->name, sizeof(info->name), "%s", ibv_get_device_name(d->ctx->device));
 	info->port = d->port;
-	if (ibv_query_port(d->ctx, d->port, &pa))
-		return -errno;
+	r = vx_query_port(d->ctx, d->port, &pa);
+	if (r < 0)
+		return r;
 	info->state = port_state_name(pa.state);
 	info->active_mtu = mtu_bytes(pa.active_mtu);
 	info->link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
@@ -234,7 +234,7 @@ int rdev_cq_drain(struct rdev *d)
 	struct ibv_wc wc[CQ_POLL_BATCH];
 	int n, i, total = 0;
 
-	while ((n = ibv_poll_cq(d->cq, CQ_POLL_BATCH, wc)) > 0) {
+	while ((n = vx_poll_cq(d->cq, CQ_POLL_BATCH, wc)) > 0) {
 		for (i = 0; i < n; i++) {
 			struct rdev_wr *w = (struct rdev_wr *)(uintptr_t)wc[i].wr_id;
 
@@ -243,26 +243,24 @@ int rdev_cq_drain(struct rdev *d)
 		}
 		total += n;
 	}
-	return n < 0 ? -EIO : total;
+	return n < 0 ? n : total;
 }
 
 int rdev_cq_event(struct rdev *d)
 {
 	struct ibv_cq *cq;
-	void *ctx;
 	int r;
 
-	if (ibv_get_cq_event(d->chan, &cq, &ctx))
-		return errno == EAGAIN ? 0 : -errno;
+	r = vx_get_cq_event(d->chan, &cq);
+	if (r < 0)
+		return r == -EAGAIN ? 0 : r;
 	if (++d->unacked >= CQ_ACK_BATCH) {
 		ibv_ack_cq_events(cq, d->unacked);
 		d->unacked = 0;
 	}
 	/* Re-arm before draining so a completion that lands in between raises an event. */
-	r = ibv_req_notify_cq(cq, 0);
-	if (r)
-		return -r;
-	return rdev_cq_drain(d);
+	r = vx_req_notify_cq(cq);
+	return r < 0 ? r : rdev_cq_drain(d);
 }
 
 static bool event_is_fatal(enum ibv_event_type t)
@@ -273,9 +271,10 @@ static bool event_is_fatal(enum ibv_event_type t)
 int rdev_async_event(struct rdev *d, char *desc, size_t len, int *fatal)
 {
 	struct ibv_async_event ev;
+	int r = vx_get_async_event(d->ctx, &ev);
 
-	if (ibv_get_async_event(d->ctx, &ev))
-		return errno == EAGAIN ? 0 : -errno;
+	if (r < 0)
+		return r == -EAGAIN ? 0 : r;
 	switch (ev.event_type) {
 	case IBV_EVENT_PORT_ACTIVE:
 	case IBV_EVENT_PORT_ERR:

@@ -2,7 +2,6 @@
 #include "verbs_local.h"
 
 #include <errno.h>
-#include <infiniband/verbs.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 
 #include "rdma_dev.h"
+#include "vx.h"
 
 /* rdma_cm's default of 0 means 655 ms per receiver-not-ready retry. */
 #define VL_MIN_RNR_TIMER 12
@@ -65,7 +65,7 @@ static int pick_gid(struct ibv_context *ctx, uint8_t port, int len)
 	for (i = 0; i < len; i++) {
 		struct ibv_gid_entry e;
 
-		if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0))
+		if (vx_query_gid_ex(ctx, port, (uint32_t)i, &e) < 0)
 			continue;
 		if (e.gid_type != IBV_GID_TYPE_ROCE_V2)
 			continue;
@@ -83,11 +83,14 @@ static int self_path(struct vlocal *v, uint8_t port, int gid_index, char *why, s
 	struct ibv_device_attr da;
 	struct ibv_port_attr pa;
 	union ibv_gid gid;
-	int rd;
+	int rd, r;
 
-	if (ibv_query_device(ctx, &da) || ibv_query_port(ctx, port, &pa)) {
-		snprintf(why, whylen, "querying the device: %s", strerror(errno));
-		return -errno;
+	r = vx_query_device(ctx, &da);
+	if (r == 0)
+		r = vx_query_port(ctx, port, &pa);
+	if (r < 0) {
+		snprintf(why, whylen, "querying the device: %s", strerror(-r));
+		return r;
 	}
 	v->max_msg = pa.max_msg_sz ? pa.max_msg_sz : 1u << 30;
 	rd = da.max_qp_rd_atom < VL_MAX_RD_ATOMIC ? da.max_qp_rd_atom : VL_MAX_RD_ATOMIC;
@@ -104,7 +107,7 @@ static int self_path(struct vlocal *v, uint8_t port, int gid_index, char *why, s
 	if (pa.link_layer == IBV_LINK_LAYER_ETHERNET) {
 		if (gid_index < 0)
 			gid_index = pick_gid(ctx, port, pa.gid_tbl_len);
-		if (ibv_query_gid(ctx, port, gid_index, &gid)) {
+		if (vx_query_gid(ctx, port, gid_index, &gid) < 0) {
 			snprintf(why, whylen, "no GID at index %d", gid_index);
 			return -EINVAL;
 		}
@@ -131,19 +134,19 @@ static int bring_up(struct vlocal *v, uint8_t port)
 	int r;
 
 	a.qp_state = IBV_QPS_RESET;
-	r = ibv_modify_qp(v->qp, &a, IBV_QP_STATE);
-	if (r)
-		return -r;
+	r = vx_modify_qp(v->qp, &a, IBV_QP_STATE);
+	if (r < 0)
+		return r;
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = port;
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	r = ibv_modify_qp(v->qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	if (!r)
-		r = ibv_modify_qp(v->qp, &v->rtr, v->rtr_mask);
-	if (!r)
-		r = ibv_modify_qp(v->qp, &v->rts, v->rts_mask);
-	return -r;
+	r = vx_modify_qp(v->qp, &a,
+			 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (r == 0)
+		r = vx_modify_qp(v->qp, &v->rtr, v->rtr_mask);
+	if (r == 0)
+		r = vx_modify_qp(v->qp, &v->rts, v->rts_mask);
+	return r;
 }
 
 int vlocal_new(struct rdev *d, uint32_t depth, int gid_index, vlocal_done_fn done,
@@ -165,10 +168,9 @@ int vlocal_new(struct rdev *d, uint32_t depth, int gid_index, vlocal_done_fn don
 	ia.cap.max_send_wr = depth;
 	ia.cap.max_recv_wr = 1;
 	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	v->qp = ibv_create_qp(rdev_pd(d), &ia);
-	if (!v->qp) {
-		r = -errno;
-		snprintf(why, whylen, "creating the loopback QP: %s", strerror(errno));
+	r = vx_create_qp(rdev_pd(d), &ia, &v->qp);
+	if (r < 0) {
+		snprintf(why, whylen, "creating the loopback QP: %s", strerror(-r));
 		goto out_free;
 	}
 	rdev_query(d, &info);
@@ -226,7 +228,7 @@ static void flush_posted(struct vlocal *v)
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	int tries;
 
-	if (!v->posted || ibv_modify_qp(v->qp, &a, IBV_QP_STATE))
+	if (!v->posted || vx_modify_qp(v->qp, &a, IBV_QP_STATE) < 0)
 		return;
 	for (tries = 0; v->posted && tries < 1000; tries++) {
 		if (rdev_cq_drain(v->d) <= 0)
@@ -256,7 +258,7 @@ struct vlocal *vlocal_free(struct vlocal *v)
 		free(op);
 	}
 	if (v->qp)
-		ibv_destroy_qp(v->qp);
+		vx_destroy_qp(v->qp);
 	free(v);
 	return NULL;
 }
@@ -264,7 +266,7 @@ struct vlocal *vlocal_free(struct vlocal *v)
 int vmr_reg(struct vlocal *v, void *addr, uint64_t len, unsigned access, struct vmr **ret)
 {
 	struct vmr *m = calloc(1, sizeof(*m));
-	int flags = 0;
+	int flags = 0, r;
 
 	if (!m)
 		return -ENOMEM;
@@ -275,12 +277,10 @@ int vmr_reg(struct vlocal *v, void *addr, uint64_t len, unsigned access, struct 
 	/* The verbs spec requires local write for remote write. */
 	if (access & VMR_REMOTE_WRITE)
 		flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-	m->mr = ibv_reg_mr(rdev_pd(v->d), addr, len, flags);
-	if (!m->mr) {
-		int r = -errno;
-
+	r = vx_reg_mr(rdev_pd(v->d), addr, len, flags, &m->mr);
+	if (r < 0) {
 		free(m);
-		return r ? r : -ENOMEM;
+		return r;
 	}
 	*ret = m;
 	return 0;
@@ -290,7 +290,7 @@ struct vmr *vmr_dereg(struct vmr *m)
 {
 	if (!m)
 		return NULL;
-	ibv_dereg_mr(m->mr);
+	vx_dereg_mr(m->mr);
 	free(m);
 	return NULL;
 }
@@ -392,9 +392,9 @@ static int post_chunk(struct vlocal *v, struct vl_op *op)
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.wr.rdma.remote_addr = op->raddr + op->posted_bytes;
 	wr.wr.rdma.rkey = op->rkey;
-	r = ibv_post_send(v->qp, &wr, &bad);
-	if (r)
-		return -r;
+	r = vx_post_send(v->qp, &wr, &bad);
+	if (r < 0)
+		return r;
 	op->posted_bytes += n;
 	op->inflight++;
 	v->posted++;

@@ -31,9 +31,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <infiniband/verbs.h>
 #include <netdb.h>
-#include <rdma/rdma_cma.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +42,7 @@
 #include "session.h"
 #include "verbs_local.h"
 #include "verbs_peer.h"
+#include "vx.h"
 
 #define VP_MIN_RNR_TIMER 12 /* 0.64 ms */
 #define VP_RESOLVE_MS 2000
@@ -101,9 +100,9 @@ void vc_fail(struct vconn *c, int err, const char *fmt, ...)
 	log_debug("verbs peer %s: %s (was %s)", c->addr, c->why, state_name(was));
 	/* Every posted WR now completes (flushed) through the CQ. */
 	if (c->qp)
-		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
+		vx_modify_qp(c->qp, &a, IBV_QP_STATE);
 	if (c->id && was >= VC_CONNECT)
-		rdma_disconnect(c->id); /* DREQ: the far side learns at once */
+		vx_rdma_disconnect(c->id); /* DREQ: the far side learns at once */
 	vp_glue_kick(c->t->g);
 }
 
@@ -136,13 +135,13 @@ static void conn_destroy(struct vconn *c)
 	unlink_conn(c);
 	/* Teardown order: QP, then the cm_id. */
 	if (c->qp) {
-		ibv_destroy_qp(c->qp);
+		vx_destroy_qp(c->qp);
 		c->qp = NULL;
 	}
 	if (!drained)
 		rdev_cq_drain(t->d); /* completions of the destroyed QP still name @c */
 	if (c->id)
-		rdma_destroy_id(c->id);
+		vx_rdma_destroy_id(c->id);
 	vc_io_free(c);
 	t->cq_used -= c->cq_share;
 	if (link) {
@@ -180,7 +179,7 @@ bool vp_on_tick(struct vtransport *t)
 			again = true;
 	}
 	if (t->listen_dead && t->listen_id) {
-		rdma_destroy_id(t->listen_id);
+		vx_rdma_destroy_id(t->listen_id);
 		t->listen_id = NULL;
 	}
 	return again;
@@ -276,36 +275,40 @@ static int take_hello(struct vconn *c, const void *pd, uint8_t pdlen)
 static int qp_rtr(struct vconn *c, int resp_res)
 {
 	struct ibv_qp_attr a = { 0 };
-	int mask;
+	int mask, r;
 
 	a.qp_state = IBV_QPS_INIT;
-	if (rdma_init_qp_attr(c->id, &a, &mask))
-		return -errno;
+	r = vx_rdma_init_qp_attr(c->id, &a, &mask);
+	if (r < 0)
+		return r;
 	a.qp_access_flags = 0; /* vp_open_access() after authentication */
-	if (ibv_modify_qp(c->qp, &a, mask | IBV_QP_ACCESS_FLAGS))
-		return -errno;
+	r = vx_modify_qp(c->qp, &a, mask | IBV_QP_ACCESS_FLAGS);
+	if (r < 0)
+		return r;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	if (rdma_init_qp_attr(c->id, &a, &mask))
-		return -errno;
+	r = vx_rdma_init_qp_attr(c->id, &a, &mask);
+	if (r < 0)
+		return r;
 	mask &= ~IBV_QP_ACCESS_FLAGS; /* some CMs (iWARP) set them here too: stay closed */
 	a.min_rnr_timer = VP_MIN_RNR_TIMER;
 	mask |= IBV_QP_MIN_RNR_TIMER;
 	if (resp_res >= 0)
 		a.max_dest_rd_atomic = (uint8_t)resp_res;
-	return ibv_modify_qp(c->qp, &a, mask) ? -errno : 0;
+	return vx_modify_qp(c->qp, &a, mask);
 }
 
 static int qp_rts(struct vconn *c)
 {
 	struct ibv_qp_attr a = { 0 };
-	int mask;
+	int mask, r;
 
 	a.qp_state = IBV_QPS_RTS;
-	if (rdma_init_qp_attr(c->id, &a, &mask))
-		return -errno;
+	r = vx_rdma_init_qp_attr(c->id, &a, &mask);
+	if (r < 0)
+		return r;
 	mask &= ~IBV_QP_ACCESS_FLAGS; /* opened only by vp_open_access() */
-	return ibv_modify_qp(c->qp, &a, mask) ? -errno : 0;
+	return vx_modify_qp(c->qp, &a, mask);
 }
 
 static void conn_up(struct vconn *c)
@@ -338,14 +341,16 @@ static void on_addr_resolved(struct vconn *c)
 		return;
 	}
 	c->state = VC_ROUTE;
-	if (rdma_resolve_route(c->id, VP_RESOLVE_MS))
-		vc_fail(c, -errno, "rdma_resolve_route: %s", strerror(errno));
+	r = vx_rdma_resolve_route(c->id, VP_RESOLVE_MS);
+	if (r < 0)
+		vc_fail(c, r, "rdma_resolve_route: %s", strerror(-r));
 }
 
 static void on_route_resolved(struct vconn *c)
 {
 	struct rdma_conn_param p = { 0 };
 	struct vp_cm_hello h;
+	int r;
 
 	fill_hello(c, &h);
 	p.private_data = &h;
@@ -356,8 +361,9 @@ static void on_route_resolved(struct vconn *c)
 	p.rnr_retry_count = 7;
 	p.qp_num = c->qp->qp_num;
 	c->state = VC_CONNECT;
-	if (rdma_connect(c->id, &p))
-		vc_fail(c, -errno, "rdma_connect: %s", strerror(errno));
+	r = vx_rdma_connect(c->id, &p);
+	if (r < 0)
+		vc_fail(c, r, "rdma_connect: %s", strerror(-r));
 }
 
 static void on_connect_response(struct vconn *c, const struct rdma_cm_event *ev)
@@ -371,8 +377,8 @@ static void on_connect_response(struct vconn *c, const struct rdma_cm_event *ev)
 	r = qp_rtr(c, -1);
 	if (!r)
 		r = qp_rts(c);
-	if (!r && rdma_establish(c->id))
-		r = -errno;
+	if (!r)
+		r = vx_rdma_establish(c->id);
 	if (r < 0) {
 		vc_fail(c, r, "bringing the QP up: %s", strerror(-r));
 		return;
@@ -406,25 +412,24 @@ static int vp_connect(struct transport *xt, const char *host, uint16_t port,
 		log_warn("verbs peer %s:%u: %s", host, port, gai_strerror(r));
 		return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
 	}
-	if (rdma_create_id(t->ch, &id, NULL, RDMA_PS_TCP)) {
-		r = -errno;
+	r = vx_rdma_create_id(t->ch, NULL, &id);
+	if (r < 0)
 		goto out_free;
-	}
 	r = conn_new(t, id, true, &c);
 	if (r < 0) {
-		rdma_destroy_id(id);
+		vx_rdma_destroy_id(id);
 		goto out_free;
 	}
 	id->context = c;
 	c->link = link;
 	fmt_addr(ai->ai_addr, c->addr, sizeof(c->addr));
-	if (rdma_resolve_addr(id, NULL, ai->ai_addr, VP_RESOLVE_MS)) {
-		r = -errno;
+	r = vx_rdma_resolve_addr(id, ai->ai_addr, VP_RESOLVE_MS);
+	if (r < 0) {
 		c->link = NULL;
 		c->id = NULL;
 		unlink_conn(c);
 		free(c);
-		rdma_destroy_id(id);
+		vx_rdma_destroy_id(id);
 		goto out_free;
 	}
 	vp_glue_kick(t->g); /* deadline ticks */
@@ -439,7 +444,7 @@ out_free:
 static void reject(struct rdma_cm_id *id, const char *why)
 {
 	log_warn("verbs peer: refusing a connection: %s", why);
-	rdma_reject(id, why, (uint8_t)(strlen(why) + 1 < 140 ? strlen(why) + 1 : 140));
+	vx_rdma_reject(id, why, (uint8_t)(strlen(why) + 1 < 140 ? strlen(why) + 1 : 140));
 }
 
 /* Returns true when @id must be destroyed after the event is acknowledged. */
@@ -495,10 +500,10 @@ static bool on_request(struct vtransport *t, struct rdma_cm_event *ev)
 	p.private_data_len = sizeof(h);
 	c->state = VC_ACCEPT;
 	r = qp_rtr(c, p.responder_resources);
+	if (r == 0)
+		r = vx_rdma_accept(id, &p);
 	if (r < 0)
-		vc_fail(c, r, "QP to RTR: %s", strerror(-r));
-	else if (rdma_accept(id, &p))
-		vc_fail(c, -errno, "rdma_accept: %s", strerror(errno));
+		vc_fail(c, r, "accepting (QP to RTR, rdma_accept): %s", strerror(-r));
 	vp_glue_kick(t->g);
 	return false;
 
@@ -603,8 +608,9 @@ static void conn_event(struct vconn *c, struct rdma_cm_event *ev)
 void vp_on_cm(struct vtransport *t)
 {
 	struct rdma_cm_event *ev;
+	int r;
 
-	while (rdma_get_cm_event(t->ch, &ev) == 0) {
+	while ((r = vx_rdma_get_cm_event(t->ch, &ev)) == 0) {
 		struct rdma_cm_id *kill = NULL;
 
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -621,12 +627,12 @@ void vp_on_cm(struct vtransport *t)
 			conn_event(ev->id->context, ev);
 		}
 		/* Acknowledge before any rdma_destroy_id(): it waits for this. */
-		rdma_ack_cm_event(ev);
+		vx_rdma_ack_cm_event(ev);
 		if (kill)
-			rdma_destroy_id(kill);
+			vx_rdma_destroy_id(kill);
 	}
-	if (errno != EAGAIN)
-		log_err("rdma_get_cm_event: %s", strerror(errno));
+	if (r != -EAGAIN)
+		log_err("rdma_get_cm_event: %s", strerror(-r));
 }
 
 /* ---- Transport ops ---- */
@@ -643,14 +649,14 @@ static int vp_listen(struct transport *xt, const char *host, uint16_t port, char
 		snprintf(why, whylen, "listen address %s: %s", host, gai_strerror(r));
 		return -EINVAL;
 	}
-	if (rdma_create_id(t->ch, &t->listen_id, t, RDMA_PS_TCP)) {
-		r = -errno;
-		snprintf(why, whylen, "rdma_create_id: %s", strerror(errno));
+	r = vx_rdma_create_id(t->ch, t, &t->listen_id);
+	if (r < 0) {
+		snprintf(why, whylen, "rdma_create_id: %s", strerror(-r));
 		goto out_free;
 	}
-	if (rdma_bind_addr(t->listen_id, ai->ai_addr) || rdma_listen(t->listen_id, VP_BACKLOG)) {
-		r = -errno;
-		snprintf(why, whylen, "rdma_cm listen on %s:%u: %s", host, port, strerror(errno));
+	r = vx_rdma_bind_listen(t->listen_id, ai->ai_addr, VP_BACKLOG);
+	if (r < 0) {
+		snprintf(why, whylen, "rdma_cm listen on %s:%u: %s", host, port, strerror(-r));
 		goto out_destroy;
 	}
 	if (t->listen_id->verbs && t->listen_id->verbs != rdev_context(t->d)) {
@@ -664,7 +670,7 @@ static int vp_listen(struct transport *xt, const char *host, uint16_t port, char
 	return 0;
 
 out_destroy:
-	rdma_destroy_id(t->listen_id);
+	vx_rdma_destroy_id(t->listen_id);
 	t->listen_id = NULL;
 out_free:
 	freeaddrinfo(ai);
@@ -695,7 +701,7 @@ static int vp_open_access(struct xconn *x)
 	if (c->state != VC_UP || !c->qp)
 		return -ENOTCONN;
 	/* RTS -> RTS with new access flags (an optional attribute of that transition). */
-	return ibv_modify_qp(c->qp, &a, IBV_QP_ACCESS_FLAGS) ? -errno : 0;
+	return vx_modify_qp(c->qp, &a, IBV_QP_ACCESS_FLAGS);
 }
 
 static int vp_send_ctrl(struct xconn *x, const void *msg, size_t len)
@@ -758,13 +764,14 @@ int vp_init(struct vtransport *t, struct rdev *d, const struct config *cfg, uint
 	    char *why, size_t whylen)
 {
 	struct ibv_device_attr da;
-	int fl;
+	int fl, r;
 
 	t->d = d;
 	t->incarnation = incarnation;
-	if (ibv_query_device(rdev_context(d), &da)) {
-		snprintf(why, whylen, "ibv_query_device: %s", strerror(errno));
-		return -errno;
+	r = vx_query_device(rdev_context(d), &da);
+	if (r < 0) {
+		snprintf(why, whylen, "ibv_query_device: %s", strerror(-r));
+		return r;
 	}
 	t->sq_depth = min_u32(min_u32(cfg->sq_depth, VP_SQ_MAX), (uint32_t)da.max_qp_wr);
 	t->rq_depth = min_u32(min_u32(cfg->rq_depth, VP_RQ_MAX), (uint32_t)da.max_qp_wr);
@@ -775,10 +782,10 @@ int vp_init(struct vtransport *t, struct rdev *d, const struct config *cfg, uint
 								  : VP_RD_ATOMIC_MAX;
 	/* The loopback QP (verbs_local.c) may have sq_depth completions outstanding. */
 	t->cq_budget = cfg->cq_depth > cfg->sq_depth + 1 ? cfg->cq_depth - cfg->sq_depth - 1 : 0;
-	t->ch = rdma_create_event_channel();
-	if (!t->ch) {
-		snprintf(why, whylen, "rdma_create_event_channel: %s", strerror(errno));
-		return -errno;
+	r = vx_rdma_create_event_channel(&t->ch);
+	if (r < 0) {
+		snprintf(why, whylen, "rdma_create_event_channel: %s", strerror(-r));
+		return r;
 	}
 	fl = fcntl(t->ch->fd, F_GETFL);
 	if (fl < 0 || fcntl(t->ch->fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
@@ -810,7 +817,7 @@ void vp_fini(struct vtransport *t)
 		conn_destroy(c);
 	}
 	if (t->listen_id)
-		rdma_destroy_id(t->listen_id);
+		vx_rdma_destroy_id(t->listen_id);
 	t->listen_id = NULL;
 	if (t->ch)
 		rdma_destroy_event_channel(t->ch);

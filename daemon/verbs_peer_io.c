@@ -25,8 +25,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +33,7 @@
 #include "session.h" /* struct region */
 #include "verbs_local.h"
 #include "verbs_peer.h"
+#include "vx.h"
 
 /* Return credits explicitly once this many are owed and nothing else carries them. */
 #define VP_CREDIT_AT(c) ((c)->rq / 4 ? (c)->rq / 4 : 1)
@@ -401,8 +400,8 @@ static void post_list(struct vconn *c, struct plist *pl)
 			c->unsignaled = 0;
 		}
 	}
-	r = ibv_post_send(c->qp, c->wrv, &bad);
-	if (!r)
+	r = vx_post_send(c->qp, c->wrv, &bad);
+	if (r == 0)
 		return;
 	/* Take back what was not posted: those WRs never existed. */
 	for (i = bad ? (uint32_t)(bad - c->wrv) : 0; i < pl->n; i++) {
@@ -413,7 +412,7 @@ static void post_list(struct vconn *c, struct plist *pl)
 		s->op = NULL;
 	}
 	c->s_head -= pl->n - (bad ? (uint32_t)(bad - c->wrv) : 0);
-	vc_fail(c, -r, "ibv_post_send: %s", strerror(r));
+	vc_fail(c, r, "ibv_post_send: %s", strerror(-r));
 }
 
 void vc_kick(struct vconn *c)
@@ -640,6 +639,13 @@ static void on_send_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 			wc->opcode == IBV_WC_RDMA_READ	  ? "RDMA READ"
 			: wc->opcode == IBV_WC_RDMA_WRITE ? "RDMA WRITE"
 							  : "work request");
+	/*
+	 * A successful completion is the far side's acknowledgement: it is alive
+	 * even when its own messages (keepalive replies) wait behind a large
+	 * transfer on its send queue.
+	 */
+	if (wc->status == IBV_WC_SUCCESS && c->link)
+		peer_x_alive(c->link);
 	/* In order: everything before @s completed successfully. */
 	do {
 		t = &c->ss[c->s_tail % c->sq];
@@ -660,10 +666,10 @@ static int post_recv(struct vconn *c, uint32_t idx)
 	};
 	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)&c->rs[idx].w, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
-	int r = ibv_post_recv(c->qp, &wr, &bad);
+	int r = vx_post_recv(c->qp, &wr, &bad);
 
-	if (r)
-		return -r;
+	if (r < 0)
+		return r;
 	c->r_posted++;
 	return 0;
 }
@@ -864,6 +870,7 @@ static void on_recv_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 static int alloc_bufs(struct vconn *c, struct ibv_pd *pd)
 {
 	uint32_t i;
+	int r;
 
 	c->ss = calloc(c->sq, sizeof(*c->ss));
 	c->rs = calloc(c->rq, sizeof(*c->rs));
@@ -874,20 +881,19 @@ static int alloc_bufs(struct vconn *c, struct ibv_pd *pd)
 	if (!c->ss || !c->rs || !c->wrv || !c->sgev || !c->sbuf || !c->rbuf)
 		return -ENOMEM;
 	/* Exactly the access each needs: local only, nothing remote. */
-	c->smr = ibv_reg_mr(pd, c->sbuf, (size_t)c->sq * VP_SBUF, 0);
-	if (!c->smr)
-		return -errno;
-	c->rmr = ibv_reg_mr(pd, c->rbuf, (size_t)c->rq * VP_RBUF, IBV_ACCESS_LOCAL_WRITE);
-	if (!c->rmr)
-		return -errno;
+	r = vx_reg_mr(pd, c->sbuf, (size_t)c->sq * VP_SBUF, 0, &c->smr);
+	if (r == 0)
+		r = vx_reg_mr(pd, c->rbuf, (size_t)c->rq * VP_RBUF, IBV_ACCESS_LOCAL_WRITE, &c->rmr);
+	if (r < 0)
+		return r;
 	/* The notify ring: the only memory of ours the far side may write into. */
 	c->nring = calloc(VP_NRING, sizeof(*c->nring));
 	if (!c->nring)
 		return -ENOMEM;
-	c->nmr = ibv_reg_mr(pd, c->nring, VP_NRING * sizeof(*c->nring),
-			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!c->nmr)
-		return -errno;
+	r = vx_reg_mr(pd, c->nring, VP_NRING * sizeof(*c->nring),
+		      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &c->nmr);
+	if (r < 0)
+		return r;
 	for (i = 0; i < VP_NRING; i++)
 		c->nfree[i] = (uint16_t)(VP_NRING - 1 - i);
 	c->nfree_n = VP_NRING;
@@ -912,7 +918,7 @@ static void on_qp_event(struct rdev_qp_ev *q, int type)
 	case IBV_EVENT_COMM_EST:
 		/* Data before the RTU: let rdma_cm finish establishing. */
 		if (c->id)
-			rdma_notify(c->id, IBV_EVENT_COMM_EST);
+			vx_rdma_notify(c->id, IBV_EVENT_COMM_EST);
 		break;
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
@@ -948,16 +954,17 @@ int vc_io_new(struct vconn *c, char *why, size_t whylen)
 	ia.cap.max_recv_wr = c->rq;
 	ia.cap.max_send_sge = 2;
 	ia.cap.max_recv_sge = 1;
-	c->qp = ibv_create_qp(rdev_pd(d), &ia);
-	if (!c->qp) {
-		r = -errno;
-		snprintf(why, whylen, "ibv_create_qp: %s", strerror(errno));
+	r = vx_create_qp(rdev_pd(d), &ia, &c->qp);
+	if (r < 0) {
+		snprintf(why, whylen, "ibv_create_qp: %s", strerror(-r));
 		return r;
 	}
 	a.qp_state = IBV_QPS_INIT;
-	if (rdma_init_qp_attr(c->id, &a, &mask) || ibv_modify_qp(c->qp, &a, mask)) {
-		r = -errno;
-		snprintf(why, whylen, "QP to INIT: %s", strerror(errno));
+	r = vx_rdma_init_qp_attr(c->id, &a, &mask);
+	if (r == 0)
+		r = vx_modify_qp(c->qp, &a, mask);
+	if (r < 0) {
+		snprintf(why, whylen, "QP to INIT: %s", strerror(-r));
 		return r;
 	}
 	for (i = 0; i < c->rq; i++) {
@@ -1008,14 +1015,14 @@ void vc_io_forget(struct vconn *c)
 void vc_io_free(struct vconn *c)
 {
 	if (c->qp)
-		ibv_destroy_qp(c->qp);
+		vx_destroy_qp(c->qp);
 	c->qp = NULL;
 	if (c->smr)
-		ibv_dereg_mr(c->smr);
+		vx_dereg_mr(c->smr);
 	if (c->rmr)
-		ibv_dereg_mr(c->rmr);
+		vx_dereg_mr(c->rmr);
 	if (c->nmr)
-		ibv_dereg_mr(c->nmr);
+		vx_dereg_mr(c->nmr);
 	c->smr = c->rmr = c->nmr = NULL;
 	free(c->nring);
 	c->nring = NULL;

@@ -13,7 +13,7 @@ EXTRA_DIST += tests/check-man.sh tests/unit/tap.h
 # The verbs loopback module, tested on real rxe inside the guest (tests/vm).
 check_PROGRAMS += tests/helpers/verbs-local-check
 tests_helpers_verbs_local_check_SOURCES = tests/helpers/verbs-local-check.c \
-	daemon/verbs_local.c daemon/verbs_local.h daemon/rdma_dev.c daemon/rdma_dev.h
+	daemon/verbs_local.c daemon/verbs_local.h daemon/rdma_dev.c daemon/rdma_dev.h daemon/vx.h
 tests_helpers_verbs_local_check_LDADD = $(IBVERBS_LIBS) $(RDMACM_LIBS)
 
 # An unauthenticated verbs connector: the daemon's QP must refuse its writes.

@@ -13,6 +13,7 @@
 
 #include "../../daemon/rdma_dev.h"
 #include "../../daemon/verbs_local.h"
+#include "../../daemon/vx.h"
 #include "../unit/tap.h"
 
 #define BIG (64u << 20)
@@ -82,6 +83,43 @@ static void sizes(struct rdev *d, struct vlocal *v, struct vmr *ms, unsigned cha
 	}
 }
 
+/*
+ * A QP transition the device refuses must come back as a negative errno,
+ * whatever errno happens to hold: ibv_modify_qp() returns the error number
+ * and need not set errno (code that returned -errno reported success).
+ */
+static void failed_transition(struct rdev *d)
+{
+	struct ibv_qp_init_attr ia = { 0 };
+	struct ibv_qp_attr a = { 0 };
+	struct ibv_qp *qp = NULL;
+	int r;
+
+	ia.send_cq = ia.recv_cq = rdev_cq(d);
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	tap_ok(vx_create_qp(rdev_pd(d), &ia, &qp) == 0, "a scratch RC QP is created");
+	if (!qp)
+		return;
+	a.qp_state = IBV_QPS_RTS; /* RESET -> RTS is not a legal transition */
+	errno = 0;
+	r = vx_modify_qp(qp, &a, IBV_QP_STATE);
+	tap_ok(r < 0, "RESET -> RTS is refused by the device and reported as %d (%s), not success",
+	       r, strerror(-r));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 200; /* no such port */
+	errno = 0;
+	r = vx_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_ACCESS_FLAGS);
+	tap_ok(r < 0, "RESET -> INIT on port 200 is refused and reported as %d (%s)", r,
+	       strerror(-r));
+	errno = 0;
+	tap_ok(vx_ret(EINVAL) == -EINVAL && vx_ret(0) == 0,
+	       "a positive error number becomes its negative with errno 0");
+	vx_destroy_qp(qp);
+}
+
 int main(void)
 {
 	unsigned char *src = malloc(BIG), *dst = malloc(BIG), *back = malloc(BIG);
@@ -109,6 +147,7 @@ int main(void)
 	       "target registered for remote write and read");
 	tap_ok(vmr_reg(v, back, BIG, VMR_LOCAL_WRITE, &mb) == 0, "read-back buffer registered");
 	sizes(d, v, ms, src, md, dst, mb, back);
+	failed_transition(d);
 
 	/* Remote access error: the target allows reads only. */
 	tap_ok(vmr_reg(v, dst, 4096, VMR_REMOTE_READ, &mro) == 0, "read-only target registered");
