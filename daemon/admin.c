@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Administration requests: build replies from the manager's state (clients,
+ * Administration requests: build replies from the daemon's state (clients,
  * regions, peers, device), page long lists with key cursors, serve metrics
  * from a per-session snapshot, and decide authorization from SO_PEERCRED.
  */
@@ -13,15 +13,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "clients.h"
+#include "core.h"
+#include "ctl_wire.h"
 #include "log.h"
-#include "manager.h"
 #include "peer.h"
-#include "session.h"
+#include "rdma_dev.h"
+#include "stats.h"
 
 struct admin_session {
-	struct admin_session_stats st;
+	struct admin_ctx *ctx;
 	char *snap; /* metrics text being paged out */
 	size_t snap_len;
 	/* One ping in flight through the peer layer, answered from ping_done(). */
@@ -32,35 +34,14 @@ struct admin_session {
 	char ping_peer[RP_NAME_MAX];
 };
 
-struct admin_totals admin_totals;
-
-long admin_body_size(uint16_t type)
+static struct admin_session *session_admin(struct admin_ctx *ctx, struct session *s)
 {
-	switch (type) {
-	case RP_MSG_ADMIN_CLIENTS:
-	case RP_MSG_ADMIN_REGIONS:
-	case RP_MSG_ADMIN_PEERS:
-	case RP_MSG_ADMIN_METRICS:
-		return sizeof(struct rp_admin_page_req);
-	case RP_MSG_ADMIN_PING:
-		return sizeof(struct rp_admin_ping_req);
-	case RP_MSG_ADMIN_RELOAD:
-		return 0;
-	default:
-		return -1;
-	}
-}
-
-static struct admin_session *session_admin(struct session *s)
-{
-	if (!s->admin && !s->dead)
+	if (!s->admin && !s->dead) {
 		s->admin = calloc(1, sizeof(*s->admin));
+		if (s->admin)
+			s->admin->ctx = ctx;
+	}
 	return s->admin;
-}
-
-const struct admin_session_stats *admin_session_stats(const struct session *s)
-{
-	return s->admin ? &s->admin->st : NULL;
 }
 
 void admin_session_release(struct session *s)
@@ -68,78 +49,10 @@ void admin_session_release(struct session *s)
 	if (!s->admin)
 		return;
 	if (s->admin->ping_pending)
-		peer_ping_cancel(s->owner->m, s->admin);
+		peer_ping_cancel(s->admin->ctx->peers, s->admin);
 	free(s->admin->snap);
 	free(s->admin);
 	s->admin = NULL;
-}
-
-enum admin_err_kind admin_err_kind(int status)
-{
-	switch (-status) {
-	case EINVAL:
-	case RP_EBOUNDS:
-	case RP_EBADHANDLE:
-		return ADMIN_ERR_LOCAL;
-	case RP_EREMOTEACCESS:
-	case RP_EREMOTEBOUNDS:
-	case RP_EUNEXPORTED:
-	case RP_ENOEXPORT:
-	case RP_ENOENDPOINT:
-	case RP_ENORECV:
-	case RP_ERECVSMALL:
-	case RP_ENOTIFYSPACE:
-		return ADMIN_ERR_REMOTE;
-	case RP_EPEERUNKNOWN:
-	case RP_EPEERDOWN:
-	case RP_EOUTCOME:
-	case RP_ESTALE:
-		return ADMIN_ERR_PEER;
-	case RP_ELIMIT_CONN:
-	case RP_ELIMIT_BYTES:
-	case RP_ELIMIT_REGIONS:
-	case RP_ELIMIT_INFLIGHT:
-		return ADMIN_ERR_LIMIT;
-	case ECANCELED:
-		return ADMIN_ERR_CANCELLED;
-	default:
-		return ADMIN_ERR_OTHER;
-	}
-}
-
-const char *admin_err_kind_name(enum admin_err_kind k)
-{
-	static const char *const names[ADMIN_ERR_KINDS] = {
-		"local", "remote", "peer", "limit", "cancelled", "other",
-	};
-
-	return k < ADMIN_ERR_KINDS ? names[k] : "other";
-}
-
-void admin_count_op(struct session *s, unsigned op, int status, uint64_t len)
-{
-	struct admin_session *a = s ? session_admin(s) : NULL;
-	unsigned i = op < ADMIN_OPS ? op : 0;
-
-	admin_totals.ops[i]++;
-	if (status < 0)
-		admin_totals.errors[admin_err_kind(status)]++;
-	else
-		admin_totals.bytes[i] += len;
-	if (!a)
-		return;
-	a->st.ops++;
-	if (status < 0)
-		a->st.errors++;
-	else
-		a->st.bytes += len;
-}
-
-void admin_count_cq(int n)
-{
-	admin_totals.cq_events++;
-	if (n > 0)
-		admin_totals.cq_completions += (uint64_t)n;
 }
 
 /* Reply with a negative @status and a reason the client prints. */
@@ -200,15 +113,15 @@ static int cmp_session_id(const void *a, const void *b)
 }
 
 /* Live sessions past hello, sorted by id (the cursor key). */
-static int sorted_sessions(struct clients *c, struct session ***ret, size_t *ret_n)
+static int sorted_sessions(struct core *c, struct session ***ret, size_t *ret_n)
 {
 	struct session **v, *s;
 	size_t n = 0;
 
-	v = calloc(c->count ? c->count : 1, sizeof(*v));
+	v = calloc(c->n_sessions ? c->n_sessions : 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	for (s = c->head; s && n < c->count; s = s->next)
+	for (s = c->sessions; s && n < c->n_sessions; s = s->next)
 		if (s->version && !s->dead)
 			v[n++] = s;
 	qsort(v, n, sizeof(*v), cmp_session_id);
@@ -217,7 +130,7 @@ static int sorted_sessions(struct clients *c, struct session ***ret, size_t *ret
 	return 0;
 }
 
-static unsigned exports_of(const struct clients *c, const struct region *r, const struct session *s)
+static unsigned exports_of(const struct core *c, const struct region *r, const struct session *s)
 {
 	const struct export *e;
 	unsigned n = 0;
@@ -230,7 +143,7 @@ static unsigned exports_of(const struct clients *c, const struct region *r, cons
 
 static void fill_client(const struct session *s, struct rp_admin_client *rec)
 {
-	const struct admin_session_stats *st = admin_session_stats(s);
+	const struct stats_session *st = &s->stats;
 	uint32_t i;
 
 	rec->id = s->id;
@@ -248,16 +161,14 @@ static void fill_client(const struct session *s, struct rp_admin_client *rec)
 	}
 	for (i = 0; i < s->endpoints.n; i++)
 		rec->endpoints += s->endpoints.v[i] != NULL;
-	rec->exports = exports_of(s->owner, NULL, s);
+	rec->exports = exports_of(s->core, NULL, s);
 	rec->inflight = s->rings.cq_reserved;
-	if (st) {
-		rec->ops = st->ops;
-		rec->errors = st->errors;
-		rec->bytes = st->bytes;
-	}
+	rec->ops = st->ops;
+	rec->errors = st->errors;
+	rec->bytes = st->bytes;
 }
 
-static int handle_clients(struct session *s, const struct rp_hdr *h,
+static int handle_clients(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
 			  const struct rp_admin_page_req *req)
 {
 	struct session **v;
@@ -265,7 +176,7 @@ static int handle_clients(struct session *s, const struct rp_hdr *h,
 	size_t n, i;
 	int r;
 
-	r = sorted_sessions(s->owner, &v, &n);
+	r = sorted_sessions(ctx->core, &v, &n);
 	if (r < 0)
 		return reply_text(s, h, r, "out of memory");
 	page_init(&p, sizeof(struct rp_admin_client));
@@ -307,7 +218,7 @@ static void fill_region(const struct session *s, const struct region *r, const s
 }
 
 /* The @k-th live export of @r, or NULL. */
-static const struct export *nth_export(const struct clients *c, const struct region *r, unsigned k)
+static const struct export *nth_export(const struct core *c, const struct region *r, unsigned k)
 {
 	const struct export *e;
 
@@ -328,7 +239,7 @@ static bool page_regions(struct page *p, const struct session *s, uint64_t curso
 
 		if (!r)
 			continue;
-		ne = exports_of(s->owner, r, NULL);
+		ne = exports_of(s->core, r, NULL);
 		for (k = 0; k < (ne ? ne : 1) && k <= 0xffff; k++) {
 			uint64_t key = region_key(s, i + 1, k);
 			struct rp_admin_region *rec;
@@ -338,13 +249,13 @@ static bool page_regions(struct page *p, const struct session *s, uint64_t curso
 			rec = page_add(p, key);
 			if (!rec)
 				return false;
-			fill_region(s, r, nth_export(s->owner, r, k), ne, rec);
+			fill_region(s, r, nth_export(s->core, r, k), ne, rec);
 		}
 	}
 	return true;
 }
 
-static int handle_regions(struct session *s, const struct rp_hdr *h,
+static int handle_regions(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
 			  const struct rp_admin_page_req *req)
 {
 	struct session **v;
@@ -352,11 +263,11 @@ static int handle_regions(struct session *s, const struct rp_hdr *h,
 	size_t n, i;
 	int r;
 
-	r = sorted_sessions(s->owner, &v, &n);
+	r = sorted_sessions(ctx->core, &v, &n);
 	if (r < 0)
 		return reply_text(s, h, r, "out of memory");
 	page_init(&p, sizeof(struct rp_admin_region));
-	p.hdr->total = (uint32_t)clients_regions(s->owner);
+	p.hdr->total = (uint32_t)ctx->core->n_regions;
 	for (i = 0; i < n; i++)
 		if (!page_regions(&p, v[i], req->cursor))
 			break;
@@ -364,57 +275,7 @@ static int handle_regions(struct session *s, const struct rp_hdr *h,
 	return page_send(s, h, &p);
 }
 
-static void copy_peer(const struct peer_info *in, void *ctx)
-{
-	struct peer_snap *ps = ctx;
-	struct rp_admin_peer *rec;
-
-	if (ps->n == ps->cap)
-		return;
-	rec = &ps->v[ps->n++];
-	snprintf(rec->name, sizeof(rec->name), "%s", in->name);
-	snprintf(rec->address, sizeof(rec->address), "%s", in->address);
-	snprintf(rec->transport, sizeof(rec->transport), "%s", in->transport);
-	snprintf(rec->state, sizeof(rec->state), "%s", peer_state_name(in->state));
-	snprintf(rec->direction, sizeof(rec->direction), "%s", in->direction);
-	snprintf(rec->last_error, sizeof(rec->last_error), "%s", in->last_error);
-	rec->since_ms = (int64_t)in->state_since_ms;
-	rec->rtt_us = in->rtt_us;
-	rec->incarnation = in->incarnation;
-	rec->tx_bytes = in->bytes_out;
-	rec->rx_bytes = in->bytes_in;
-	rec->tx_ops = in->ops_out;
-	rec->rx_ops = in->ops_in;
-	rec->errors = in->errors;
-	rec->reconnects = in->reconnects;
-}
-
-static void count_peer(const struct peer_info *in, void *ctx)
-{
-	(*(size_t *)ctx)++;
-}
-
-int admin_peers_snapshot(struct manager *m, struct peer_snap *ps)
-{
-	size_t n = 0;
-
-	peers_foreach(m, count_peer, &n);
-	ps->v = calloc(n ? n : 1, sizeof(*ps->v));
-	if (!ps->v)
-		return -ENOMEM;
-	ps->n = 0;
-	ps->cap = n;
-	peers_foreach(m, copy_peer, ps);
-	return 0;
-}
-
-void admin_peer_counts(const struct manager *m, unsigned *ret_up, unsigned *ret_total)
-{
-	*ret_up = peers_up(m);
-	*ret_total = m->cfg ? (unsigned)m->cfg->n_peers : 0;
-}
-
-static int handle_peers(struct session *s, const struct rp_hdr *h,
+static int handle_peers(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
 			const struct rp_admin_page_req *req)
 {
 	struct peer_snap ps;
@@ -422,7 +283,7 @@ static int handle_peers(struct session *s, const struct rp_hdr *h,
 	size_t i;
 	int r;
 
-	r = admin_peers_snapshot(s->owner->m, &ps);
+	r = admin_peers_snapshot(ctx, &ps);
 	if (r < 0)
 		return reply_text(s, h, r, "out of memory");
 	page_init(&p, sizeof(struct rp_admin_peer));
@@ -438,10 +299,10 @@ static int handle_peers(struct session *s, const struct rp_hdr *h,
 	return page_send(s, h, &p);
 }
 
-static int handle_metrics(struct session *s, const struct rp_hdr *h,
+static int handle_metrics(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
 			  const struct rp_admin_page_req *req)
 {
-	struct admin_session *a = session_admin(s);
+	struct admin_session *a = session_admin(ctx, s);
 	_Alignas(8) char buf[RP_ADMIN_PAGE_MAX + sizeof(struct rp_admin_page)];
 	struct rp_admin_page *pg = (struct rp_admin_page *)buf;
 	size_t n;
@@ -452,7 +313,7 @@ static int handle_metrics(struct session *s, const struct rp_hdr *h,
 	if (req->cursor == 0) {
 		free(a->snap);
 		a->snap = NULL;
-		r = admin_metrics_text(s->owner->m, &a->snap, &a->snap_len);
+		r = admin_metrics_text(ctx, &a->snap, &a->snap_len);
 		if (r < 0)
 			return reply_text(s, h, r, "cannot build the metrics: %s", rp_strerror(r));
 	}
@@ -488,27 +349,26 @@ static void ping_done(void *ctx, int status, uint64_t rtt_us)
 		session_reply(a->s, &a->ping_hdr, 0, &rep, sizeof(rep), NULL, 0);
 }
 
-static int handle_ping(struct session *s, const struct rp_hdr *h,
+static int handle_ping(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
 		       const struct rp_admin_ping_req *req)
 {
-	struct manager *m = s->owner->m;
 	struct rp_admin_ping_reply rep = {.seq = req->seq};
-	struct admin_session *a = session_admin(s);
+	struct admin_session *a = session_admin(ctx, s);
 	int r;
 
 	if (req->flags || !name_valid(req->peer, sizeof(req->peer)))
 		return reply_text(s, h, -EINVAL, "invalid peer name");
 	/* This node: answered here, no peer channel crossed (rtt_us 0). */
-	if (!strcmp(req->peer, m->cfg->node_name))
+	if (!strcmp(req->peer, ctx->cfg->node_name))
 		return session_reply(s, h, 0, &rep, sizeof(rep), NULL, 0);
 	if (!a)
 		return reply_text(s, h, -ENOMEM, "out of memory");
 	if (a->ping_pending)
 		return reply_text(s, h, -EBUSY, "a ping of this client is still in flight");
-	r = peer_ping(m, req->peer, ping_done, a);
+	r = peer_ping(ctx->peers, req->peer, ping_done, a);
 	if (r == -RP_EPEERUNKNOWN)
 		return reply_text(s, h, r, "%s is neither this node (%s) nor a configured peer",
-				  req->peer, m->cfg->node_name);
+				  req->peer, ctx->cfg->node_name);
 	if (r == -RP_EPEERDOWN)
 		return reply_text(s, h, r, "peer %s is not connected", req->peer);
 	if (r < 0)
@@ -533,18 +393,18 @@ static const char *group_name(gid_t gid, char *buf, size_t len)
 	return buf;
 }
 
-static bool is_admin(const struct session *s)
+static bool is_admin(const struct admin_ctx *ctx, const struct session *s)
 {
-	return config_user_is_admin(s->owner->m->cfg, s->cred.uid, s->cred.gid);
+	return config_user_is_admin(ctx->cfg, s->cred.uid, s->cred.gid);
 }
 
 /* State-changing requests are for root or the admin group; a refusal says why. */
-static int refuse(struct session *s, const struct rp_hdr *h, const char *what)
+static int refuse(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h, const char *what)
 {
-	const struct config *cfg = s->owner->m->cfg;
+	const struct config *cfg = ctx->cfg;
 	char g[64];
 
-	admin_totals.admin_refused++;
+	stats_totals.admin_refused++;
 	log_notice("client %u (pid %d uid %d %s): %s refused: not an administrator", s->id,
 		   (int)s->cred.pid, (int)s->cred.uid, s->comm, what);
 	if (cfg->admin_gid == (gid_t)-1)
@@ -557,39 +417,73 @@ static int refuse(struct session *s, const struct rp_hdr *h, const char *what)
 			  group_name(cfg->admin_gid, g, sizeof(g)), (int)s->cred.uid);
 }
 
-static int handle_reload(struct session *s, const struct rp_hdr *h)
+static int handle_reload(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h)
 {
 	struct rp_admin_text t = {0};
 	int r;
 
-	if (!is_admin(s))
-		return refuse(s, h, "reload");
+	if (!is_admin(ctx, s))
+		return refuse(ctx, s, h, "reload");
 	log_info("reload requested by client %u (pid %d uid %d %s)", s->id, (int)s->cred.pid,
 		 (int)s->cred.uid, s->comm);
-	r = manager_reload(s->owner->m, t.text, sizeof(t.text));
+	r = ctx->reload(ctx->reload_arg, t.text, sizeof(t.text));
 	return session_reply(s, h, r, &t, sizeof(t), NULL, 0);
 }
 
-int admin_dispatch(struct session *s, const struct rp_hdr *h, const void *body)
+static void fill_device(const struct admin_ctx *ctx, struct rp_status_reply *rep)
+{
+	struct rdev_info info;
+
+	if (!ctx->rdev || rdev_query(ctx->rdev, &info) < 0)
+		return;
+	snprintf(rep->device, sizeof(rep->device), "%s", info.name);
+	snprintf(rep->port_state, sizeof(rep->port_state), "%s", info.state);
+	if (info.n_gids)
+		snprintf(rep->gid, sizeof(rep->gid), "%s", info.gids[info.n_gids - 1]);
+	rep->port = info.port;
+	rep->active_mtu = info.active_mtu;
+}
+
+static int handle_status(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h)
+{
+	struct rp_status_reply rep = { 0 };
+
+	snprintf(rep.version, sizeof(rep.version), "%s", PACKAGE_VERSION);
+	snprintf(rep.node_name, sizeof(rep.node_name), "%s", ctx->cfg->node_name);
+	rep.uptime_sec = (uint64_t)(time(NULL) - ctx->started);
+	rep.incarnation = ctx->incarnation;
+	rep.transport = ctx->core->wire_transport;
+	rep.clients = ctx->core->n_sessions;
+	rep.regions = (uint32_t)ctx->core->n_regions;
+	rep.registered_bytes = ctx->core->bytes;
+	rep.peers_total = (uint32_t)ctx->cfg->n_peers;
+	rep.peers_up = peers_up(ctx->peers);
+	fill_device(ctx, &rep);
+	return session_reply(s, h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+int admin_dispatch(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h, const void *body)
 {
 	const struct rp_admin_page_req *pr = body;
 
-	admin_totals.admin_requests++;
-	if (admin_body_size(h->type) == sizeof(*pr) && (pr->flags || pr->pad))
+	if (h->type == RP_MSG_STATUS)
+		return handle_status(ctx, s, h);
+	stats_totals.admin_requests++;
+	if (ctl_body_size(h->type) == sizeof(*pr) && (pr->flags || pr->pad))
 		return -EPROTO;
 	switch (h->type) {
 	case RP_MSG_ADMIN_CLIENTS:
-		return handle_clients(s, h, body);
+		return handle_clients(ctx, s, h, body);
 	case RP_MSG_ADMIN_REGIONS:
-		return handle_regions(s, h, body);
+		return handle_regions(ctx, s, h, body);
 	case RP_MSG_ADMIN_PEERS:
-		return handle_peers(s, h, body);
+		return handle_peers(ctx, s, h, body);
 	case RP_MSG_ADMIN_METRICS:
-		return handle_metrics(s, h, body);
+		return handle_metrics(ctx, s, h, body);
 	case RP_MSG_ADMIN_PING:
-		return handle_ping(s, h, body);
+		return handle_ping(ctx, s, h, body);
 	case RP_MSG_ADMIN_RELOAD:
-		return handle_reload(s, h);
+		return handle_reload(ctx, s, h);
 	default:
 		return -EPROTO;
 	}

@@ -5,7 +5,7 @@
  * (_bytes, _seconds), every family has # HELP and # TYPE, and a family
  * without samples is left out so that promtool has nothing to complain of.
  */
-#include "admin.h"
+#include "admin_metrics.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "clients.h"
-#include "manager.h"
-#include "session.h"
+#include "core.h"
+#include "peer.h"
+#include "stats.h"
 
 struct text {
 	char *buf;
@@ -89,22 +89,22 @@ static void counter1(struct text *t, const char *name, const char *help, unsigne
 	put(t, "%s %llu\n", name, v);
 }
 
-static void identity(struct text *t, const struct manager *m)
+static void identity(struct text *t, const struct admin_ctx *ctx)
 {
 	char node[2 * RP_NAME_MAX];
 
 	family(t, "rdmaproxy_info", "gauge", "Version, node name and transport of the daemon (1).");
 	put(t, "rdmaproxy_info{version=\"%s\",node=\"%s\",transport=\"%s\"} 1\n", PACKAGE_VERSION,
-	    label(m->cfg->node_name, node, sizeof(node)), config_transport_name(m->transport));
+	    label(ctx->cfg->node_name, node, sizeof(node)), config_transport_name(ctx->transport));
 	gauge1(t, "rdmaproxy_start_time_seconds", "Unix time at which the daemon started.",
-	       (unsigned long long)m->started);
+	       (unsigned long long)ctx->started);
 	gauge1(t, "rdmaproxy_uptime_seconds", "Seconds since the daemon started.",
-	       (unsigned long long)(time(NULL) - m->started));
+	       (unsigned long long)(time(NULL) - ctx->started));
 }
 
-static void resources(struct text *t, const struct manager *m)
+static void resources(struct text *t, const struct admin_ctx *ctx)
 {
-	const struct clients *c = m->clients;
+	const struct core *c = ctx->core;
 	const struct uid_acct *a;
 	const struct export *e;
 	unsigned long long inflight = 0, exports = 0;
@@ -113,17 +113,17 @@ static void resources(struct text *t, const struct manager *m)
 		inflight += a->inflight;
 	for (e = c ? c->exports : NULL; e; e = e->next)
 		exports += !e->dead;
-	gauge1(t, "rdmaproxy_clients", "Connected client sessions.", clients_count(c));
+	gauge1(t, "rdmaproxy_clients", "Connected client sessions.", c ? c->n_sessions : 0);
 	gauge1(t, "rdmaproxy_regions", "Registered regions, including those kept for operations.",
-	       clients_regions(c));
+	       c ? c->n_regions : 0);
 	gauge1(t, "rdmaproxy_registered_bytes", "Bytes of registered client memory.",
-	       clients_registered_bytes(c));
+	       c ? c->bytes : 0);
 	gauge1(t, "rdmaproxy_exports", "Regions published under a name.", exports);
 	gauge1(t, "rdmaproxy_inflight_operations", "Operations accepted and not yet completed.",
 	       inflight);
 }
 
-static void per_user(struct text *t, const struct manager *m)
+static void per_user(struct text *t, const struct admin_ctx *ctx)
 {
 	static const struct {
 		const char *name, *help;
@@ -133,7 +133,7 @@ static void per_user(struct text *t, const struct manager *m)
 		{"rdmaproxy_user_registered_bytes", "Registered bytes per uid."},
 		{"rdmaproxy_user_inflight_operations", "Operations in flight per uid."},
 	};
-	const struct uid_acct *a, *first = m->clients ? m->clients->accts : NULL;
+	const struct uid_acct *a, *first = ctx->core ? ctx->core->accts : NULL;
 	size_t i;
 
 	if (!first)
@@ -153,33 +153,82 @@ static void per_user(struct text *t, const struct manager *m)
 
 static void operations(struct text *t)
 {
-	static const char *const ops[ADMIN_OPS] = {NULL, "write", "read", "send", "recv", "notify"};
 	unsigned i;
 
 	family(t, "rdmaproxy_operations_total", "counter",
 	       "Operations submitted by clients and completed, by operation.");
-	for (i = 1; i < ADMIN_OPS; i++)
-		put(t, "rdmaproxy_operations_total{op=\"%s\"} %llu\n", ops[i],
-		    (unsigned long long)admin_totals.ops[i]);
+	for (i = 1; i < STATS_OPS; i++)
+		put(t, "rdmaproxy_operations_total{op=\"%s\"} %llu\n", stats_op_name(i),
+		    (unsigned long long)stats_totals.ops[i]);
 	family(t, "rdmaproxy_operation_bytes_total", "counter",
 	       "Bytes moved by successful client operations, by operation.");
-	for (i = 1; i < ADMIN_OPS; i++)
-		put(t, "rdmaproxy_operation_bytes_total{op=\"%s\"} %llu\n", ops[i],
-		    (unsigned long long)admin_totals.bytes[i]);
+	for (i = 1; i < STATS_OPS; i++)
+		put(t, "rdmaproxy_operation_bytes_total{op=\"%s\"} %llu\n", stats_op_name(i),
+		    (unsigned long long)stats_totals.bytes[i]);
 	family(t, "rdmaproxy_errors_total", "counter",
 	       "Client operations completed with an error, by kind of error.");
-	for (i = 0; i < ADMIN_ERR_KINDS; i++)
-		put(t, "rdmaproxy_errors_total{kind=\"%s\"} %llu\n", admin_err_kind_name(i),
-		    (unsigned long long)admin_totals.errors[i]);
+	for (i = 0; i < STATS_ERR_KINDS; i++)
+		put(t, "rdmaproxy_errors_total{kind=\"%s\"} %llu\n", stats_err_kind_name(i),
+		    (unsigned long long)stats_totals.errors[i]);
 	counter1(t, "rdmaproxy_cq_events_total", "Completion channel events handled.",
-		 admin_totals.cq_events);
+		 stats_totals.cq_events);
 	counter1(t, "rdmaproxy_cq_completions_total", "Work completions drained from the CQ.",
-		 admin_totals.cq_completions);
+		 stats_totals.cq_completions);
 	counter1(t, "rdmaproxy_admin_requests_total", "Administration requests answered.",
-		 admin_totals.admin_requests);
+		 stats_totals.admin_requests);
 	counter1(t, "rdmaproxy_admin_refused_total",
 		 "Administration requests refused for lack of authorization.",
-		 admin_totals.admin_refused);
+		 stats_totals.admin_refused);
+}
+
+static void copy_peer(const struct peer_info *in, void *ctx)
+{
+	struct peer_snap *ps = ctx;
+	struct rp_admin_peer *rec;
+
+	if (ps->n == ps->cap)
+		return;
+	rec = &ps->v[ps->n++];
+	snprintf(rec->name, sizeof(rec->name), "%s", in->name);
+	snprintf(rec->address, sizeof(rec->address), "%s", in->address);
+	snprintf(rec->transport, sizeof(rec->transport), "%s", in->transport);
+	snprintf(rec->state, sizeof(rec->state), "%s", peer_state_name(in->state));
+	snprintf(rec->direction, sizeof(rec->direction), "%s", in->direction);
+	snprintf(rec->last_error, sizeof(rec->last_error), "%s", in->last_error);
+	rec->since_ms = (int64_t)in->state_since_ms;
+	rec->rtt_us = in->rtt_us;
+	rec->incarnation = in->incarnation;
+	rec->tx_bytes = in->bytes_out;
+	rec->rx_bytes = in->bytes_in;
+	rec->tx_ops = in->ops_out;
+	rec->rx_ops = in->ops_in;
+	rec->errors = in->errors;
+	rec->reconnects = in->reconnects;
+}
+
+static void count_peer(const struct peer_info *in, void *ctx)
+{
+	(*(size_t *)ctx)++;
+}
+
+int admin_peers_snapshot(struct admin_ctx *ctx, struct peer_snap *ps)
+{
+	size_t n = 0;
+
+	peers_foreach(ctx->peers, count_peer, &n);
+	ps->v = calloc(n ? n : 1, sizeof(*ps->v));
+	if (!ps->v)
+		return -ENOMEM;
+	ps->n = 0;
+	ps->cap = n;
+	peers_foreach(ctx->peers, copy_peer, ps);
+	return 0;
+}
+
+void admin_peer_counts(const struct admin_ctx *ctx, unsigned *ret_up, unsigned *ret_total)
+{
+	*ret_up = peers_up(ctx->peers);
+	*ret_total = ctx->cfg ? (unsigned)ctx->cfg->n_peers : 0;
 }
 
 /* One per-peer family: @emit prints a peer's samples. */
@@ -239,15 +288,15 @@ static void emit_rtt(struct text *t, const char *name, const char *peer,
 		put(t, "%s{peer=\"%s\"} %.6f\n", name, peer, (double)p->rtt_us / 1e6);
 }
 
-static void peers(struct text *t, struct manager *m)
+static void peers(struct text *t, struct admin_ctx *ctx)
 {
 	struct peer_snap ps;
 	unsigned up, total;
 
-	admin_peer_counts(m, &up, &total);
+	admin_peer_counts(ctx, &up, &total);
 	gauge1(t, "rdmaproxy_peers", "Configured peers.", total);
 	gauge1(t, "rdmaproxy_peers_up", "Configured peers with an established channel.", up);
-	if (admin_peers_snapshot(m, &ps) < 0) {
+	if (admin_peers_snapshot(ctx, &ps) < 0) {
 		t->err = -ENOMEM;
 		return;
 	}
@@ -270,18 +319,18 @@ static void peers(struct text *t, struct manager *m)
 	free(ps.v);
 }
 
-int admin_metrics_text(struct manager *m, char **ret, size_t *ret_len)
+int admin_metrics_text(struct admin_ctx *ctx, char **ret, size_t *ret_len)
 {
 	struct text t = {.size = 16384};
 
 	t.buf = malloc(t.size);
 	if (!t.buf)
 		return -ENOMEM;
-	identity(&t, m);
-	resources(&t, m);
-	per_user(&t, m);
+	identity(&t, ctx);
+	resources(&t, ctx);
+	per_user(&t, ctx);
 	operations(&t);
-	peers(&t, m);
+	peers(&t, ctx);
 	if (t.err) {
 		free(t.buf);
 		return t.err;

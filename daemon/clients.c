@@ -15,10 +15,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "admin.h"
+#include "core.h"
+#include "ctl_wire.h"
 #include "log.h"
-#include "manager.h"
 #include "rp-fdpass.h"
-#include "session.h"
 
 /* Up to this many fds are received per packet so that extra ones can be closed. */
 #define MAX_RECV_FDS 8
@@ -44,6 +45,8 @@
 
 struct conn {
 	struct session s; /* first: conn and session addresses coincide */
+	struct clients *owner;
+	int fd;
 	uv_poll_t poll;
 	uv_poll_t sq_poll;
 	bool sq_started;
@@ -55,15 +58,18 @@ struct conn {
 	uint64_t accepted_at; /* uv_hrtime() at accept, for the HELLO deadline */
 };
 
-/* Sessions whose rings are polled from the loop's idle phase. */
-struct spinner {
+/* The glue's state: the core it drives and the sessions polled from the idle phase. */
+struct clients {
+	uv_loop_t *loop;
+	struct admin_ctx *admin;
+	struct core *core;
 	uv_idle_t idle;
 	struct conn *hot;
 	uv_timer_t hello_sweep; /* runs while some connection has not said HELLO */
 	uint64_t refused;	/* connections refused by the pre-HELLO caps, for the log */
 };
 
-static void hot_unlink(struct spinner *sp, struct conn *k)
+static void hot_unlink(struct clients *sp, struct conn *k)
 {
 	if (!k->hot)
 		return;
@@ -82,9 +88,9 @@ static void hot_unlink(struct spinner *sp, struct conn *k)
 static void conn_close(struct conn *k, const char *why);
 
 /* Poll one hot session. false: it left the list. */
-static bool spin_one(struct spinner *sp, struct conn *k, uint64_t now)
+static bool spin_one(struct clients *sp, struct conn *k, uint64_t now)
 {
-	int r = 1;
+	int r = XFER_EMPTY;
 
 	if (xfer_pending(&k->s)) {
 		r = xfer_run(&k->s, false, true);
@@ -92,9 +98,9 @@ static bool spin_one(struct spinner *sp, struct conn *k, uint64_t now)
 	} else if (now >= k->hot_until && !xfer_arm(&k->s)) {
 		r = xfer_run(&k->s, false, false);
 	} else if (now >= k->hot_until) {
-		r = 0;
+		r = XFER_IDLE;
 	}
-	if (r == 1)
+	if (r == XFER_EMPTY)
 		return true;
 	hot_unlink(sp, k);
 	if (r < 0)
@@ -104,7 +110,7 @@ static bool spin_one(struct spinner *sp, struct conn *k, uint64_t now)
 
 static void on_spin(uv_idle_t *h)
 {
-	struct spinner *sp = h->data;
+	struct clients *sp = h->data;
 	uint64_t now = uv_hrtime();
 	struct conn *k = sp->hot, *next;
 
@@ -114,10 +120,8 @@ static void on_spin(uv_idle_t *h)
 	}
 }
 
-static void make_hot(struct clients *c, struct conn *k)
+static void make_hot(struct clients *sp, struct conn *k)
 {
-	struct spinner *sp = c->glue;
-
 	k->hot_until = uv_hrtime() + SQ_SPIN_NS;
 	if (k->hot)
 		return;
@@ -131,86 +135,97 @@ static void make_hot(struct clients *c, struct conn *k)
 	sp->hot = k;
 }
 
-int clients_new(struct manager *m, struct clients **ret)
+static int send_reply(struct session *s, const void *buf, size_t len, const int *fds, int nfds)
+{
+	struct conn *k = (struct conn *)s;
+	union {
+		struct cmsghdr align;
+		char b[CMSG_SPACE(sizeof(int) * RP_HELLO_FDS)];
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds > 0) {
+		struct cmsghdr *cm;
+
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.b;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+	}
+	if (sendmsg(k->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		return -errno;
+	return 0;
+}
+
+static void free_session(struct session *s)
+{
+	/* struct conn starts with its session: freeing one frees the other. */
+	free((struct conn *)s);
+}
+
+static const struct core_glue_ops glue_ops = {
+	.send = send_reply,
+	.free = free_session,
+};
+
+int clients_new(uv_loop_t *loop, const struct config *cfg, struct admin_ctx *admin,
+		struct clients **ret)
 {
 	struct clients *c = calloc(1, sizeof(*c));
-	struct spinner *sp = calloc(1, sizeof(*sp));
 	int r;
 
-	if (!c || !sp) {
-		free(c);
-		free(sp);
+	if (!c)
 		return -ENOMEM;
-	}
-	r = uv_idle_init(&m->loop, &sp->idle);
+	r = core_new(cfg, &glue_ops, &c->core);
 	if (r == 0)
-		r = uv_timer_init(&m->loop, &sp->hello_sweep);
+		r = uv_idle_init(loop, &c->idle);
+	if (r == 0)
+		r = uv_timer_init(loop, &c->hello_sweep);
 	if (r < 0) {
+		core_free(c->core);
 		free(c);
-		free(sp);
 		return r;
 	}
-	sp->idle.data = sp;
-	sp->hello_sweep.data = c;
-	c->glue = sp;
-	c->m = m;
-	c->next_id = 1;
+	c->idle.data = c;
+	c->hello_sweep.data = c;
+	c->loop = loop;
+	c->admin = admin;
 	*ret = c;
 	return 0;
 }
 
-unsigned clients_count(const struct clients *c)
+struct core *clients_core(const struct clients *c)
 {
-	return c ? c->count : 0;
-}
-
-size_t clients_regions(const struct clients *c)
-{
-	return c ? c->n_regions : 0;
-}
-
-unsigned long long clients_registered_bytes(const struct clients *c)
-{
-	return c ? c->bytes : 0;
+	return c ? c->core : NULL;
 }
 
 static void on_handle_closed(uv_handle_t *h)
 {
 	struct conn *k = h->data;
-	struct clients *c = k->s.owner;
 
 	if (--k->open_handles)
 		return;
-	if (k->s.prev)
-		k->s.prev->next = k->s.next;
-	else
-		c->head = k->s.next;
-	if (k->s.next)
-		k->s.next->prev = k->s.prev;
-	c->count--;
-	close(k->s.fd);
-	k->s.freed = true;
-	if (!k->s.ops_pending)
-		free(k);
-}
-
-void session_put(struct session *s)
-{
-	/* struct conn starts with its session: freeing one frees the other. */
-	if (--s->ops_pending == 0 && s->freed)
-		free((struct conn *)s);
+	close(k->fd);
+	session_detach(&k->s); /* frees it now, or when its last op ends */
 }
 
 static void conn_close(struct conn *k, const char *why)
 {
 	struct session *s = &k->s;
+	struct clients *c = k->owner;
 
 	if (k->closing)
 		return;
 	k->closing = true;
 	/* Unlinked now: the conn may be freed before the spinner runs again. */
-	hot_unlink(s->owner->glue, k);
+	hot_unlink(c, k);
 	/* Everything the client held goes now; the handles close asynchronously. */
+	admin_session_release(s);
 	session_release(s);
 	if (why)
 		log_info("client %u (pid %d uid %d %s) disconnected: %s", s->id, (int)s->cred.pid,
@@ -228,16 +243,15 @@ static void on_sq(uv_poll_t *p, int status, int events)
 	if (k->closing)
 		return;
 	r = status < 0 ? status : xfer_run(&k->s, true, true);
-	if (r == 1)
-		make_hot(k->s.owner, k);
+	if (r == XFER_EMPTY)
+		make_hot(k->owner, k);
 	else if (r < 0)
 		conn_close(k, r == -EPROTO ? "corrupt submission ring" : strerror(-r));
 }
 
 static int start_sq(struct conn *k)
 {
-	struct manager *m = k->s.owner->m;
-	int r = uv_poll_init(&m->loop, &k->sq_poll, k->s.rings.sq_efd);
+	int r = uv_poll_init(k->owner->loop, &k->sq_poll, k->s.rings.sq_efd);
 
 	if (r < 0)
 		return r;
@@ -259,7 +273,7 @@ static void close_fds(int *fds, int n)
  * Read one packet. >0: its length, with the passed fds in @fds/@nfds;
  * 0: nothing pending; <0: end the session (why in @why), fds already closed.
  */
-static int read_packet(struct session *s, char *buf, size_t len, int *fds, int *nfds,
+static int read_packet(struct conn *k, char *buf, size_t len, int *fds, int *nfds,
 		       const char **why)
 {
 	union {
@@ -272,7 +286,7 @@ static int read_packet(struct session *s, char *buf, size_t len, int *fds, int *
 
 	mh.msg_control = ctl.buf;
 	mh.msg_controllen = sizeof(ctl.buf);
-	n = recvmsg(s->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	n = recvmsg(k->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	/* On error the kernel leaves msg_controllen as it was: nothing was received. */
@@ -296,13 +310,17 @@ static void handle_packet(struct conn *k, char *buf, int n, int *fds, int nfds)
 	const char *why = NULL;
 	int r;
 
-	if (session_validate((struct rp_hdr *)buf, (size_t)n, nfds, &why) < 0) {
+	const struct rp_hdr *h = (const struct rp_hdr *)buf;
+
+	if (ctl_validate(h, (size_t)n, nfds, &why) < 0) {
 		close_fds(fds, nfds);
 		conn_close(k, why);
 		return;
 	}
-	r = session_dispatch(s, (struct rp_hdr *)buf, buf + sizeof(struct rp_hdr),
-			     nfds ? fds[0] : -1);
+	if (ctl_is_admin(h->type) && s->version)
+		r = admin_dispatch(k->owner->admin, s, h, buf + sizeof(*h));
+	else
+		r = session_dispatch(s, h, buf + sizeof(*h), nfds ? fds[0] : -1);
 	if (r == 0 && s->version && !k->sq_started)
 		r = start_sq(k);
 	if (r == -ECONNABORTED)
@@ -325,7 +343,7 @@ static void on_readable(uv_poll_t *p, int status, int events)
 	}
 	/* The poll is level-triggered: what is left is read on the next turn. */
 	while (!k->closing && budget-- > 0 &&
-	       (n = read_packet(&k->s, buf, sizeof(buf), fds, &nfds, &why)) != 0) {
+	       (n = read_packet(k, buf, sizeof(buf), fds, &nfds, &why)) != 0) {
 		if (n < 0) {
 			conn_close(k, why);
 			return;
@@ -356,7 +374,7 @@ static void on_hello_sweep(uv_timer_t *t)
 	struct session *s, *next;
 	unsigned waiting = 0;
 
-	for (s = c->head; s; s = next) {
+	for (s = c->core->sessions; s; s = next) {
 		struct conn *k = (struct conn *)s;
 
 		next = s->next;
@@ -377,7 +395,7 @@ static bool prehello_room(struct clients *c, uid_t uid)
 	unsigned all = 0, mine = 0;
 	struct session *s;
 
-	for (s = c->head; s; s = s->next) {
+	for (s = c->core->sessions; s; s = s->next) {
 		if (s->version || ((struct conn *)s)->closing)
 			continue;
 		all++;
@@ -386,67 +404,66 @@ static bool prehello_room(struct clients *c, uid_t uid)
 	return all < PREHELLO_MAX && mine < PREHELLO_PER_UID;
 }
 
-static void refuse_prehello(struct clients *c, struct conn *k)
+static void refuse_prehello(struct clients *c, const struct ucred *cred)
 {
-	struct spinner *sp = c->glue;
-
 	/* One line per burst, not one per connection. */
-	if (sp->refused++ % 1000 == 0)
+	if (c->refused++ % 1000 == 0)
 		log_warn("refusing connections from uid %d (pid %d): too many connections "
 			 "waiting to say HELLO (%llu refused so far)",
-			 (int)k->s.cred.uid, (int)k->s.cred.pid, (unsigned long long)sp->refused);
-	close(k->s.fd);
-	free(k);
+			 (int)cred->uid, (int)cred->pid, (unsigned long long)c->refused);
 }
 
 void clients_accept(struct clients *c, int fd)
 {
-	struct conn *k = calloc(1, sizeof(*k));
-	struct spinner *sp = c->glue;
-	int r = k ? session_init(c, &k->s, fd) : -ENOMEM;
+	struct ucred cred;
+	socklen_t sl = sizeof(cred);
+	struct conn *k;
+	int r = 0;
 
-	if (r == 0 && !prehello_room(c, k->s.cred.uid)) {
-		refuse_prehello(c, k);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &sl) < 0)
+		r = -errno;
+	else if (!prehello_room(c, cred.uid)) {
+		refuse_prehello(c, &cred);
+		close(fd);
 		return;
 	}
+	k = r == 0 ? calloc(1, sizeof(*k)) : NULL;
+	if (r == 0 && !k)
+		r = -ENOMEM;
 	if (r == 0)
-		r = uv_poll_init(&c->m->loop, &k->poll, fd);
+		r = uv_poll_init(c->loop, &k->poll, fd);
 	if (r < 0) {
-		log_err("cannot accept a client: %s", r == -ENOMEM ? strerror(ENOMEM) : uv_strerror(r));
+		log_err("cannot accept a client: %s", strerror(-r));
 		free(k);
 		close(fd);
 		return;
 	}
+	k->fd = fd;
+	k->owner = c;
 	k->poll.data = k;
 	k->open_handles = 1;
 	k->accepted_at = uv_hrtime();
-	if (!uv_is_active((uv_handle_t *)&sp->hello_sweep))
-		uv_timer_start(&sp->hello_sweep, on_hello_sweep, HELLO_SWEEP_MS, HELLO_SWEEP_MS);
-	read_comm(k->s.cred.pid, k->s.comm, sizeof(k->s.comm));
-	k->s.next = c->head;
-	if (c->head)
-		c->head->prev = &k->s;
-	c->head = &k->s;
-	c->count++;
+	if (!uv_is_active((uv_handle_t *)&c->hello_sweep))
+		uv_timer_start(&c->hello_sweep, on_hello_sweep, HELLO_SWEEP_MS, HELLO_SWEEP_MS);
+	session_init(c->core, &k->s, &cred);
+	read_comm(cred.pid, k->s.comm, sizeof(k->s.comm));
 	uv_poll_start(&k->poll, UV_READABLE | UV_DISCONNECT, on_readable);
-	log_debug("client %u connected: pid %d uid %d gid %d (%s)", k->s.id, (int)k->s.cred.pid,
-		  (int)k->s.cred.uid, (int)k->s.cred.gid, k->s.comm);
+	log_debug("client %u connected: pid %d uid %d gid %d (%s)", k->s.id, (int)cred.pid,
+		  (int)cred.uid, (int)cred.gid, k->s.comm);
 }
 
 void clients_shutdown(struct clients *c)
 {
-	struct spinner *sp;
 	struct session *s;
 
 	if (!c)
 		return;
-	for (s = c->head; s; s = s->next)
+	for (s = c->core->sessions; s; s = s->next)
 		conn_close((struct conn *)s, NULL);
-	sp = c->glue;
-	if (!uv_is_closing((uv_handle_t *)&sp->idle))
-		uv_close((uv_handle_t *)&sp->idle, NULL);
-	if (!uv_is_closing((uv_handle_t *)&sp->hello_sweep))
-		uv_close((uv_handle_t *)&sp->hello_sweep, NULL);
+	if (!uv_is_closing((uv_handle_t *)&c->idle))
+		uv_close((uv_handle_t *)&c->idle, NULL);
+	if (!uv_is_closing((uv_handle_t *)&c->hello_sweep))
+		uv_close((uv_handle_t *)&c->hello_sweep, NULL);
 }
 
 /* After the loop has run the close callbacks. */
@@ -454,7 +471,7 @@ struct clients *clients_free(struct clients *c)
 {
 	if (!c)
 		return NULL;
-	free(c->glue);
+	core_free(c->core);
 	free(c);
 	return NULL;
 }

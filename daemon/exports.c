@@ -1,38 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The node's name tables: exports (named regions others may open) and
- * message endpoints (named receive queues). Lists are fine: names are looked
- * up on the control path, and operations hold pointers.
+ * The node's export name table (named regions others may open) and the
+ * handles clients hold to exports: local ones, and remote ones that another
+ * daemon's LOOKUP answered. Names are looked up on the control path; peers
+ * find an export by the id its LOOKUP gave them, in O(1).
  */
-#include "session.h"
-
-#include "manager.h"
-#include "peer.h"
-#include "verbs_local.h"
+#include "core.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* 1..RP_NAME_MAX-1 characters from [A-Za-z0-9._-], NUL-terminated inside @size. */
-bool name_valid(const char *name, size_t size)
-{
-	size_t i;
+#include "verbs_local.h"
 
-	for (i = 0; i < size && name[i]; i++)
-		if (!(name[i] >= 'a' && name[i] <= 'z') && !(name[i] >= 'A' && name[i] <= 'Z') &&
-		    !(name[i] >= '0' && name[i] <= '9') && !strchr("._-", name[i]))
-			return false;
-	if (i == 0 || i == size)
-		return false;
-	/* Everything after the NUL must be zero too: no hidden bytes on the wire. */
-	for (; i < size; i++)
-		if (name[i])
-			return false;
-	return true;
-}
+/* Per-session cap on remote handles. */
+#define MAX_SESSION_HANDLES 65536u
 
-struct export *export_find(struct clients *c, const char *name)
+struct export *export_find(struct core *c, const char *name)
 {
 	struct export *e;
 
@@ -43,7 +28,7 @@ struct export *export_find(struct clients *c, const char *name)
 }
 
 /* Exports are bounded per uid (by max_regions): each costs memory and lookups. */
-unsigned exports_of_uid(const struct clients *c, uid_t uid)
+unsigned exports_of_uid(const struct core *c, uid_t uid)
 {
 	const struct export *e;
 	unsigned n = 0;
@@ -53,7 +38,13 @@ unsigned exports_of_uid(const struct clients *c, uid_t uid)
 	return n;
 }
 
-int export_add(struct clients *c, struct region *r, const char *name, uint32_t access)
+static unsigned vmr_access(uint32_t access)
+{
+	return (access & RP_ACCESS_REMOTE_READ ? VMR_REMOTE_READ : 0) |
+	       (access & RP_ACCESS_REMOTE_WRITE ? VMR_REMOTE_WRITE : 0);
+}
+
+int export_add(struct core *c, struct region *r, const char *name, uint32_t access)
 {
 	struct export *e;
 
@@ -62,14 +53,13 @@ int export_add(struct clients *c, struct region *r, const char *name, uint32_t a
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
+	e->core = c;
 	e->refs = 1;
 	e->region = r;
 	e->s = r->s;
 	e->access = access;
-	if (c->m->vlocal) {
-		unsigned a = (access & RP_ACCESS_REMOTE_READ ? VMR_REMOTE_READ : 0) |
-			     (access & RP_ACCESS_REMOTE_WRITE ? VMR_REMOTE_WRITE : 0);
-		int err = vmr_reg(c->m->vlocal, r->addr, r->len, a, &e->xport);
+	if (c->vlocal) {
+		int err = vmr_reg(c->vlocal, r->addr, r->len, vmr_access(access), &e->xport);
 
 		if (err < 0) {
 			free(e);
@@ -83,11 +73,17 @@ int export_add(struct clients *c, struct region *r, const char *name, uint32_t a
 	return 0;
 }
 
+struct export *export_ref(struct export *e)
+{
+	e->refs++;
+	return e;
+}
+
 /*
  * The device must stop honouring an export as soon as it is withdrawn, but
- * not under an op still using its MR: the MR goes when the last such op ends.
+ * not under an op still using its MR: the MR goes when the last pin goes.
  */
-void export_release_mr(struct export *e)
+static void release_mr(struct export *e)
 {
 	struct session *s = e->waiter;
 
@@ -100,37 +96,62 @@ void export_release_mr(struct export *e)
 	if (s) {
 		/* Nothing can reach the memory any more: the UNEXPORT is done. */
 		e->waiter = NULL;
-		if (!s->dead)
-			session_reply(s, &e->waiter_h, 0, NULL, 0, NULL, 0);
+		session_reply(s, &e->waiter_h, 0, NULL, 0, NULL, 0);
 		session_put(s);
 	}
 }
 
-void export_unref(struct export *e)
+void export_pin(struct export *e)
 {
-	if (e && --e->refs == 0) {
-		e->dead = true;
-		export_release_mr(e);
-		if (e->remote)
-			peers_remote_free(e);
-		free(e->lookers);
-		free(e);
-	}
+	e->ops++;
 }
 
-static void export_kill(struct clients *c, struct export **pp)
+void export_unpin(struct export *e)
+{
+	e->ops--;
+	release_mr(e);
+}
+
+static void remote_unlink(struct core *c, struct remote *rm)
+{
+	if (rm->prev)
+		rm->prev->next = rm->next;
+	else
+		c->remotes = rm->next;
+	if (rm->next)
+		rm->next->prev = rm->prev;
+}
+
+void export_unref(struct export *e)
+{
+	if (!e || --e->refs)
+		return;
+	e->dead = true;
+	release_mr(e);
+	if (e->remote) {
+		remote_unlink(e->core, e->remote);
+		free(e->remote);
+	}
+	free(e->lookers);
+	free(e);
+}
+
+static void export_kill(struct core *c, struct export **pp)
 {
 	struct export *e = *pp;
 
 	*pp = e->next;
 	e->dead = true;
-	peers_export_gone(c->m, e); /* while e->region is still there */
+	if (e->peer_id)
+		u64map_del(&c->by_peer_id, e->peer_id);
+	if (c->peer_ops)
+		c->peer_ops->export_gone(c->peers, e); /* while e->region is still there */
 	e->region = NULL;
-	export_release_mr(e);
+	release_mr(e);
 	export_unref(e);
 }
 
-int export_add_looker(struct export *e, const char *name)
+static int add_looker(struct export *e, const char *name)
 {
 	char(*v)[RP_NAME_MAX];
 	unsigned i;
@@ -146,7 +167,24 @@ int export_add_looker(struct export *e, const char *name)
 	return 0;
 }
 
-int export_remove(struct clients *c, struct session *s, const struct rp_hdr *h, uint32_t region,
+int export_publish(struct core *c, struct export *e, const char *peer)
+{
+	int r = add_looker(e, peer);
+
+	if (r < 0 || e->peer_id)
+		return r;
+	r = u64map_put(&c->by_peer_id, c->next_peer_id + 1, e);
+	if (r == 0)
+		e->peer_id = ++c->next_peer_id;
+	return r;
+}
+
+struct export *export_by_peer_id(struct core *c, uint64_t id)
+{
+	return u64map_get(&c->by_peer_id, id);
+}
+
+int export_remove(struct core *c, struct session *s, const struct rp_hdr *h, uint32_t region,
 		  const char *name)
 {
 	struct export **pp, *e;
@@ -157,8 +195,7 @@ int export_remove(struct clients *c, struct session *s, const struct rp_hdr *h, 
 			continue;
 		if ((*pp)->s != s || (*pp)->region->id != region)
 			return -ENOENT;
-		e = *pp;
-		e->refs++;
+		e = export_ref(*pp);
 		export_kill(c, pp);
 		/*
 		 * Peers that may still hold its rkey, or local verbs ops, keep the
@@ -166,12 +203,12 @@ int export_remove(struct clients *c, struct session *s, const struct rp_hdr *h, 
 		 * "done" only when they are gone, so after rp_region_unexport()
 		 * returns nothing writes into the region through this export.
 		 */
-		r = 0;
+		r = EXPORT_REMOVED;
 		if (e->ops) {
 			e->waiter = s;
 			e->waiter_h = *h;
-			s->ops_pending++;
-			r = 1;
+			session_hold(s);
+			r = EXPORT_DRAINING;
 		}
 		export_unref(e);
 		return r;
@@ -179,7 +216,7 @@ int export_remove(struct clients *c, struct session *s, const struct rp_hdr *h, 
 	return -ENOENT;
 }
 
-void export_remove_region(struct clients *c, struct region *r)
+void export_remove_region(struct core *c, struct region *r)
 {
 	struct export **pp = &c->exports;
 
@@ -190,74 +227,48 @@ void export_remove_region(struct clients *c, struct region *r)
 			pp = &(*pp)->next;
 }
 
-struct endpoint *endpoint_find(struct clients *c, const char *name)
+void remote_opened(struct session *s, const struct rp_hdr *h, int status,
+		   const struct remote *info)
 {
-	struct endpoint *ep;
+	struct core *c = s->core;
+	struct rp_remote_reply rep = { 0 };
+	struct export *e = NULL;
+	struct remote *rm = NULL;
 
-	for (ep = c->endpoints; ep; ep = ep->next)
-		if (!strcmp(ep->name, name))
-			return ep;
-	return NULL;
-}
-
-int endpoint_bind(struct clients *c, struct session *s, const char *name, uint32_t *ret_id)
-{
-	struct endpoint *ep;
-	int r;
-
-	if (endpoint_find(c, name))
-		return -EEXIST;
-	ep = calloc(1, sizeof(*ep));
-	if (!ep)
-		return -ENOMEM;
-	r = idtab_add(&s->endpoints, ep, 65536, &ep->id);
-	if (r < 0) {
-		free(ep);
-		return r;
+	if (s->dead)
+		return;
+	if (status == 0) {
+		e = calloc(1, sizeof(*e));
+		rm = calloc(1, sizeof(*rm));
+		status = e && rm ? idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id)
+				 : -ENOMEM;
 	}
-	ep->s = s;
-	strcpy(ep->name, name);
-	ep->next = c->endpoints;
-	c->endpoints = ep;
-	*ret_id = ep->id;
-	return 0;
-}
-
-/* Each posted receive is an operation in flight holding a completion slot. */
-static void recv_drop(struct session *s, struct recv_buf *rb, bool cancel)
-{
-	struct rp_cqe cqe = {
-		.cookie = rb->cookie,
-		.status = -ECANCELED,
-		.op = RP_OP_RECV,
-		.region = (uint16_t)rb->region->id,
-	};
-
-	if (cancel)
-		xfer_complete(s, &cqe);
-	else if (s->rings.cq_reserved)
-		s->rings.cq_reserved--;
-	s->acct->inflight--;
-	region_unref(rb->region);
-	free(rb);
-}
-
-int endpoint_unbind(struct clients *c, struct session *s, uint32_t id, bool cancel)
-{
-	struct endpoint *ep = idtab_del(&s->endpoints, id), **pp;
-	struct recv_buf *rb;
-
-	if (!ep)
-		return -RP_EBADHANDLE;
-	for (pp = &c->endpoints; *pp; pp = &(*pp)->next)
-		if (*pp == ep) {
-			*pp = ep->next;
-			break;
-		}
-	while ((rb = ep->head)) {
-		ep->head = rb->next;
-		recv_drop(s, rb, cancel && !s->dead);
+	if (status == 0) {
+		*rm = *info;
+		rm->prev = NULL;
+		rm->next = c->remotes;
+		if (c->remotes)
+			c->remotes->prev = rm;
+		c->remotes = rm;
+		e->core = c;
+		e->refs = 1;
+		e->access = info->access;
+		e->remote = rm;
+		rep.access = info->access;
+		rep.len = info->len;
+		e = NULL;
+		rm = NULL;
 	}
-	free(ep);
-	return 0;
+	session_reply(s, h, status, &rep, sizeof(rep), NULL, 0);
+	free(e);
+	free(rm);
+}
+
+void remotes_revoke(struct core *c, const char *peer, uint64_t inc, uint64_t id)
+{
+	struct remote *rm;
+
+	for (rm = c->remotes; rm; rm = rm->next)
+		if (rm->id == id && rm->inc == inc && !strcmp(rm->peer, peer))
+			rm->revoked = true;
 }

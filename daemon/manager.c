@@ -10,20 +10,41 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "admin.h"
 #include "clients.h"
+#include "core.h"
+#include "evloop_uv.h"
 #include "log.h"
+#include "manager_uv.h"
 #include "notify.h"
 #include "peer.h"
 #include "rdma_dev.h"
+#include "stats.h"
+#include "tcp_uv.h"
 #include "util.h"
 #include "verbs_local.h"
-#include "session.h"
 
 /* After EMFILE/ENFILE, stop accepting for a moment instead of spinning. */
 #define ACCEPT_PAUSE_MS 100
 /* STATUS= is refreshed at most this often, and only when it changed. */
 #define STATUS_REFRESH_MS 1000
+
+struct mloop {
+	uv_loop_t loop;
+	bool loop_open;
+	struct evloop *ev; /* timers and watches for the peer layer and transports */
+	uv_poll_t listen_poll;
+	uv_poll_t comp_poll;
+	uv_poll_t async_poll;
+	uv_signal_t sig_term, sig_int, sig_hup;
+	uv_timer_t watchdog;
+	uv_timer_t accept_pause;
+	uv_timer_t status_timer; /* refreshes STATUS= when it changed */
+};
+
+uv_loop_t *manager_loop(struct manager *m)
+{
+	return &m->lp->loop;
+}
 
 static void on_close_free_nothing(uv_handle_t *h)
 {
@@ -38,13 +59,12 @@ static void close_handle(uv_handle_t *h)
 
 void manager_status_line(const struct manager *m, char *buf, size_t len)
 {
-	unsigned up, total;
+	const struct core *c = m->core;
 	char sz[32];
 
-	admin_peer_counts(m, &up, &total);
-	snprintf(buf, len, "%s transport, %u/%u peers up, %u clients, %s registered",
-		 config_transport_name(m->transport), up, total, clients_count(m->clients),
-		 fmt_bytes(clients_registered_bytes(m->clients), sz, sizeof(sz)));
+	snprintf(buf, len, "%s transport, %u/%zu peers up, %u clients, %s registered",
+		 config_transport_name(m->transport), peers_up(m->peers), m->cfg->n_peers,
+		 c ? c->n_sessions : 0, fmt_bytes(c ? c->bytes : 0, sz, sizeof(sz)));
 }
 
 /* Tell systemd the status line again if it changed since it was last sent. */
@@ -69,15 +89,17 @@ void manager_stop(struct manager *m, int exit_code)
 	notify_stopping();
 	clients_shutdown(m->clients);
 	peers_shutdown(m->peers); /* after the clients: their ops report to dead sessions */
-	close_handle((uv_handle_t *)&m->listen_poll);
-	close_handle((uv_handle_t *)&m->comp_poll);
-	close_handle((uv_handle_t *)&m->async_poll);
-	close_handle((uv_handle_t *)&m->sig_term);
-	close_handle((uv_handle_t *)&m->sig_int);
-	close_handle((uv_handle_t *)&m->sig_hup);
-	close_handle((uv_handle_t *)&m->watchdog);
-	close_handle((uv_handle_t *)&m->accept_pause);
-	close_handle((uv_handle_t *)&m->status_timer);
+	if (m->lp) {
+		close_handle((uv_handle_t *)&m->lp->listen_poll);
+		close_handle((uv_handle_t *)&m->lp->comp_poll);
+		close_handle((uv_handle_t *)&m->lp->async_poll);
+		close_handle((uv_handle_t *)&m->lp->sig_term);
+		close_handle((uv_handle_t *)&m->lp->sig_int);
+		close_handle((uv_handle_t *)&m->lp->sig_hup);
+		close_handle((uv_handle_t *)&m->lp->watchdog);
+		close_handle((uv_handle_t *)&m->lp->accept_pause);
+		close_handle((uv_handle_t *)&m->lp->status_timer);
+	}
 	listener_close(&m->listener);
 }
 
@@ -88,7 +110,7 @@ static void on_accept_resume(uv_timer_t *t)
 	struct manager *m = t->data;
 
 	if (!m->stopping)
-		uv_poll_start(&m->listen_poll, UV_READABLE, on_listen);
+		uv_poll_start(&m->lp->listen_poll, UV_READABLE, on_listen);
 }
 
 static void accept_all(struct manager *m)
@@ -104,8 +126,8 @@ static void accept_all(struct manager *m)
 			continue;
 		if (errno == EMFILE || errno == ENFILE) {
 			log_warn("cannot accept a client: %s; pausing accepts", strerror(errno));
-			uv_poll_stop(&m->listen_poll);
-			uv_timer_start(&m->accept_pause, on_accept_resume, ACCEPT_PAUSE_MS, 0);
+			uv_poll_stop(&m->lp->listen_poll);
+			uv_timer_start(&m->lp->accept_pause, on_accept_resume, ACCEPT_PAUSE_MS, 0);
 		} else if (errno != EAGAIN) {
 			log_err("accept on %s: %s", m->listener.path, strerror(errno));
 		}
@@ -163,7 +185,7 @@ static void on_comp(uv_poll_t *h, int status, int events)
 		return;
 	}
 	r = rdev_cq_event(m->rdev);
-	admin_count_cq(r);
+	stats_count_cq(r);
 	if (r > 0)
 		r = comp_spin(m);
 	if (r < 0)
@@ -229,7 +251,9 @@ int manager_reload(struct manager *m, char *msg, size_t msglen)
 		warn_fixed(m->cfg, cfg);
 		config_free(m->cfg);
 		m->cfg = cfg;
-		peers_reload(m->peers); /* dial added peers, drain and close removed ones */
+		m->core->cfg = cfg;
+		m->admin.cfg = cfg;
+		peers_reload(m->peers, cfg); /* dial added peers, drain and close removed ones */
 		log_set_level(cfg->log_level);
 		log_info("reloaded %s: log level %s, %zu peer(s)", m->config_path,
 			 log_level_name(cfg->log_level), cfg->n_peers);
@@ -266,7 +290,7 @@ static int select_transport(struct manager *m)
 	}
 	r = rdev_open(cfg->device, cfg->port_num, cfg->cq_depth, &m->rdev, why, sizeof(why));
 	if (r == 0)
-		r = vlocal_new(m->rdev, cfg->sq_depth, cfg->gid_index, xfer_verbs_done, &m->vlocal,
+		r = vlocal_new(m->rdev, cfg->sq_depth, cfg->gid_index, op_verbs_done, &m->vlocal,
 			       why, sizeof(why));
 	if (r < 0)
 		m->rdev = rdev_free(m->rdev);
@@ -290,7 +314,7 @@ static int select_transport(struct manager *m)
 
 static int start_poll(struct manager *m, uv_poll_t *p, int fd, uv_poll_cb cb)
 {
-	int r = uv_poll_init(&m->loop, p, fd);
+	int r = uv_poll_init(&m->lp->loop, p, fd);
 
 	if (r < 0)
 		return r;
@@ -300,7 +324,7 @@ static int start_poll(struct manager *m, uv_poll_t *p, int fd, uv_poll_cb cb)
 
 static int start_signal(struct manager *m, uv_signal_t *s, int signum, uv_signal_cb cb)
 {
-	int r = uv_signal_init(&m->loop, s);
+	int r = uv_signal_init(&m->lp->loop, s);
 
 	if (r < 0)
 		return r;
@@ -310,37 +334,38 @@ static int start_signal(struct manager *m, uv_signal_t *s, int signum, uv_signal
 
 static int start_handles(struct manager *m)
 {
+	struct mloop *lp = m->lp;
 	int r;
 
-	r = start_poll(m, &m->listen_poll, m->listener.fd, on_listen);
+	r = start_poll(m, &lp->listen_poll, m->listener.fd, on_listen);
 	if (!r && m->rdev)
-		r = start_poll(m, &m->comp_poll, rdev_comp_fd(m->rdev), on_comp);
+		r = start_poll(m, &lp->comp_poll, rdev_comp_fd(m->rdev), on_comp);
 	if (!r && m->rdev)
-		r = start_poll(m, &m->async_poll, rdev_async_fd(m->rdev), on_async);
+		r = start_poll(m, &lp->async_poll, rdev_async_fd(m->rdev), on_async);
 	if (!r)
-		r = start_signal(m, &m->sig_term, SIGTERM, on_stop_signal);
+		r = start_signal(m, &lp->sig_term, SIGTERM, on_stop_signal);
 	if (!r)
-		r = start_signal(m, &m->sig_int, SIGINT, on_stop_signal);
+		r = start_signal(m, &lp->sig_int, SIGINT, on_stop_signal);
 	if (!r)
-		r = start_signal(m, &m->sig_hup, SIGHUP, on_hup);
+		r = start_signal(m, &lp->sig_hup, SIGHUP, on_hup);
 	if (!r)
-		r = uv_timer_init(&m->loop, &m->watchdog);
-	m->watchdog.data = m;
+		r = uv_timer_init(&lp->loop, &lp->watchdog);
+	lp->watchdog.data = m;
 	if (!r)
-		r = uv_timer_init(&m->loop, &m->accept_pause);
-	m->accept_pause.data = m;
+		r = uv_timer_init(&lp->loop, &lp->accept_pause);
+	lp->accept_pause.data = m;
 	if (!r)
-		r = uv_timer_init(&m->loop, &m->status_timer);
-	m->status_timer.data = m;
+		r = uv_timer_init(&lp->loop, &lp->status_timer);
+	lp->status_timer.data = m;
 	if (!r)
-		r = uv_timer_start(&m->status_timer, on_status_timer, STATUS_REFRESH_MS,
+		r = uv_timer_start(&lp->status_timer, on_status_timer, STATUS_REFRESH_MS,
 				   STATUS_REFRESH_MS);
 	m->watchdog_usec = notify_watchdog_usec();
 	if (!r && m->watchdog_usec) {
 		/* Ping at half the interval, from the loop itself: a stuck loop stops pinging. */
 		uint64_t ms = m->watchdog_usec / 2000 ? m->watchdog_usec / 2000 : 1;
 
-		r = uv_timer_start(&m->watchdog, on_watchdog, 0, ms);
+		r = uv_timer_start(&lp->watchdog, on_watchdog, 0, ms);
 	}
 	return r;
 }
@@ -355,6 +380,50 @@ static uint64_t new_incarnation(void)
 	return v;
 }
 
+/* The transports (loop glue makes them), then the peer layer on top of them. */
+static int open_peers(struct manager *m)
+{
+	struct peers_env env = {
+		.core = m->core,
+		.cfg = m->cfg,
+		.incarnation = m->incarnation,
+		.transport = m->transport,
+	};
+	int r;
+
+	r = evloop_uv_new(&m->lp->loop, &m->lp->ev);
+	if (r == 0)
+		r = tcp_transport_new(&m->lp->loop, &env.tcp);
+	if (r == 0 && m->transport == RP_TRANSPORT_VERBS) {
+		r = verbs_transport_new(m->rdev, m->cfg, m->incarnation, m->lp->ev, &env.verbs);
+		if (r < 0) {
+			env.tcp->ops->free(env.tcp);
+			return r;
+		}
+	}
+	if (r < 0)
+		return r;
+	env.ev = m->lp->ev;
+	return peers_new(&env, &m->peers);
+}
+
+static int reload_hook(void *arg, char *msg, size_t msglen)
+{
+	return manager_reload(arg, msg, msglen);
+}
+
+/* Administration's view, filled once the transport is chosen. */
+static void admin_init(struct manager *m)
+{
+	m->admin.cfg = m->cfg;
+	m->admin.rdev = m->rdev;
+	m->admin.transport = m->transport;
+	m->admin.incarnation = m->incarnation;
+	m->admin.started = m->started;
+	m->admin.reload = reload_hook;
+	m->admin.reload_arg = m;
+}
+
 static int open_all(struct manager *m)
 {
 	char why[512];
@@ -363,6 +432,7 @@ static int open_all(struct manager *m)
 	r = select_transport(m);
 	if (r < 0)
 		return r;
+	admin_init(m);
 	r = listener_open(m->cfg, &m->listener, why, sizeof(why));
 	if (r < 0) {
 		log_err("%s", why);
@@ -372,16 +442,22 @@ static int open_all(struct manager *m)
 		log_notice("the default socket directory is not writable by this user; listening on "
 			   "%s instead (set RDMAPROXY_SOCKET=%s for clients)",
 			   m->listener.path, m->listener.path);
-	r = clients_new(m, &m->clients);
+	r = clients_new(&m->lp->loop, m->cfg, &m->admin, &m->clients);
 	if (r < 0) {
 		log_err("cannot set up client sessions: %s", strerror(-r));
 		return r;
 	}
-	r = peers_new(m, &m->peers);
+	m->core = clients_core(m->clients);
+	m->admin.core = m->core;
+	m->core->vlocal = m->vlocal;
+	m->core->wire_transport = m->transport == RP_TRANSPORT_VERBS ? RP_WIRE_TRANSPORT_VERBS
+								       : RP_WIRE_TRANSPORT_TCP;
+	r = open_peers(m);
 	if (r < 0) {
 		log_err("cannot set up peers: %s", strerror(-r));
 		return r;
 	}
+	m->admin.peers = m->peers;
 	r = start_handles(m);
 	if (r < 0)
 		log_err("cannot start the event loop: %s", uv_strerror(r));
@@ -408,10 +484,16 @@ int manager_new(const char *config_path, struct manager **ret)
 		goto out_free;
 	}
 	log_set_level(m->cfg->log_level);
-	r = uv_loop_init(&m->loop);
+	m->lp = calloc(1, sizeof(*m->lp));
+	if (!m->lp) {
+		r = -ENOMEM;
+		goto out_free;
+	}
+	r = uv_loop_init(&m->lp->loop);
 	if (r < 0)
 		goto out_free;
-	m->loop.data = m;
+	m->lp->loop_open = true;
+	m->lp->loop.data = m;
 	m->incarnation = new_incarnation();
 	m->started = time(NULL);
 	r = open_all(m);
@@ -436,7 +518,7 @@ int manager_run(struct manager *m)
 	manager_status_line(m, status, sizeof(status));
 	notify_ready(status);
 	snprintf(m->status_sent, sizeof(m->status_sent), "%s", status);
-	uv_run(&m->loop, UV_RUN_DEFAULT);
+	uv_run(&m->lp->loop, UV_RUN_DEFAULT);
 	log_info("stopped");
 	return m->exit_code;
 }
@@ -445,20 +527,23 @@ struct manager *manager_free(struct manager *m)
 {
 	if (!m)
 		return NULL;
-	if (m->loop.data) {
+	if (m->lp && m->lp->loop_open) {
 		/* Let close callbacks run, then the loop must be empty. */
-		uv_run(&m->loop, UV_RUN_DEFAULT);
-		if (uv_loop_close(&m->loop) == UV_EBUSY)
+		uv_run(&m->lp->loop, UV_RUN_DEFAULT);
+		if (uv_loop_close(&m->lp->loop) == UV_EBUSY)
 			log_err("event loop still has open handles at exit");
 	}
 	/* Ops still on the loopback QP report (flushed) before their sessions go. */
 	m->vlocal = vlocal_free(m->vlocal);
-	xfer_cache_free();
+	op_cache_free();
+	if (m->lp)
+		m->lp->ev = evloop_uv_free(m->lp->ev);
 	m->peers = peers_free(m->peers);
 	m->clients = clients_free(m->clients);
 	m->rdev = rdev_free(m->rdev);
 	config_free(m->cfg);
 	free(m->config_path);
+	free(m->lp);
 	free(m);
 	return NULL;
 }

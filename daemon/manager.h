@@ -1,27 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The manager owns everything the daemon runs: the config, the one libuv
- * loop, the RDMA device, the listening socket, the client sessions and the
- * systemd integration. main() is a short run() around it.
+ * loop (private to manager.c; the glue reaches it through manager_uv.h),
+ * the RDMA device, the listening socket, the client core and its glue, the
+ * peers and the systemd integration. main() is a short run() around it.
  */
 #ifndef RP_DAEMON_MANAGER_H
 #define RP_DAEMON_MANAGER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
-#include <uv.h>
 
+#include "admin.h"
 #include "config.h"
 #include "listener.h"
 
 struct rdev;
 struct vlocal;
+struct core;
 struct clients;
 struct peers;
+struct mloop;
 
 struct manager {
-	uv_loop_t loop;
 	struct config *cfg;
 	char *config_path;
 
@@ -33,18 +36,14 @@ struct manager {
 	time_t started;
 
 	struct listener listener;
-	uv_poll_t listen_poll;
-	uv_poll_t comp_poll;
-	uv_poll_t async_poll;
-	uv_signal_t sig_term, sig_int, sig_hup;
-	uv_timer_t watchdog;
-	uv_timer_t accept_pause;
-	uv_timer_t status_timer; /* refreshes STATUS= when it changed */
-	char status_sent[256];	 /* the STATUS= line systemd has */
+	struct mloop *lp; /* the loop and the manager's own handles */
+	char status_sent[256]; /* the STATUS= line systemd has */
 	uint64_t watchdog_usec;
 
-	struct clients *clients;
-	struct peers *peers; /* daemon-to-daemon links (peer.h) */
+	struct core *core;	 /* the client core (core.h) */
+	struct clients *clients; /* its loop glue (clients.h) */
+	struct peers *peers;	 /* daemon-to-daemon links (peer.h) */
+	struct admin_ctx admin;	 /* what administration reads (admin.h) */
 	bool stopping;
 	int exit_code;
 };

@@ -8,7 +8,7 @@
  * client writes, reads, sends and notifications through a transport
  * (transport.h) and reports every accepted operation exactly once.
  *
- * Timing (constants in peer.c):
+ * Timing (constants in peer_int.h):
  *   keepalive   a PING every 1 s on an up link; a link on which nothing at
  *               all arrived for 5 s is declared dead ("keepalive timeout").
  *   handshake   must finish within 5 s of the connection.
@@ -24,14 +24,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "rp-proto.h"
-#include "rp-ring.h"
 
-struct manager;
 struct config;
-struct session;
-struct export;
+struct core;
+struct evloop;
 struct peers;
+struct transport;
 
 enum peer_state {
 	PEER_DOWN = 0,	   /* not dialled (removed, shutting down, no transport) */
@@ -62,10 +62,10 @@ struct peer_info {
 };
 
 /* Calls @cb for every configured peer, in config order. @info is valid during @cb only. */
-void peers_foreach(struct manager *m, void (*cb)(const struct peer_info *info, void *ctx),
+void peers_foreach(struct peers *p, void (*cb)(const struct peer_info *info, void *ctx),
 		   void *ctx);
-/* Peers currently up (systemd STATUS=, rdmaproxyctl status). */
-unsigned peers_up(const struct manager *m);
+/* Peers currently up (systemd STATUS=, rdmaproxyctl status); 0 for NULL. */
+unsigned peers_up(const struct peers *p);
 
 /*
  * Round trip through the peer channel. 0: @cb will be called exactly once
@@ -73,45 +73,30 @@ unsigned peers_up(const struct manager *m);
  * from a later loop callback. <0 (-RP_EPEERUNKNOWN, -RP_EPEERDOWN, -ENOMEM):
  * @cb is not called.
  */
-int peer_ping(struct manager *m, const char *name,
+int peer_ping(struct peers *p, const char *name,
 	      void (*cb)(void *ctx, int status, uint64_t rtt_us), void *ctx);
 /* Forget every pending ping of @ctx (its requester went away): @cb is not called. */
-void peer_ping_cancel(struct manager *m, void *ctx);
+void peer_ping_cancel(struct peers *p, void *ctx);
 
 /* ---- Lifecycle (manager.c). ---- */
 
-/* Create transports, open the peer listener, dial every configured peer. */
-int peers_new(struct manager *m, struct peers **ret);
-/* After a reload swapped m->cfg: dial added peers, drain and close removed ones. */
-void peers_reload(struct peers *p);
+/* What the peer layer runs with; the transports are made by the loop glue. */
+struct peers_env {
+	struct core *core;		  /* its hooks (core.h) are set by peers_new() */
+	const struct config *cfg;
+	struct evloop *ev;
+	uint64_t incarnation;		  /* this daemon's, never 0 */
+	enum rp_transport_kind transport; /* for peers with transport = auto, and the listener */
+	struct transport *tcp;		  /* always */
+	struct transport *verbs;	  /* NULL without an RDMA device */
+};
+
+/* Open the peer listener, dial every configured peer. */
+int peers_new(const struct peers_env *env, struct peers **ret);
+/* After a reload: dial added peers, drain and close removed ones. */
+void peers_reload(struct peers *p, const struct config *cfg);
 /* Begin closing everything (manager_stop); handles close asynchronously. */
 void peers_shutdown(struct peers *p);
 struct peers *peers_free(struct peers *p);
-
-/* ---- Client side hooks (session.c, xfer.c, exports.c). ---- */
-
-/* Is @peer a configured peer? 0, or -RP_EPEERUNKNOWN. */
-int peers_known(struct manager *m, const char *peer);
-/*
- * REMOTE_OPEN of @name on configured peer @peer: sends a LOOKUP and replies
- * to request @h of @s when it answers (or the link fails). 0: the reply will
- * come (or the session died meanwhile); <0: reply now with that status.
- */
-int peers_remote_open(struct session *s, const struct rp_hdr *h, const char *peer,
-		      const char *name);
-/* A remote handle (struct export with ->remote set) is being closed. */
-void peers_remote_free(struct export *e);
-/*
- * Submit a WRITE/READ on remote handle @e, or a SEND to @peer/@endpoint.
- * 0: accepted, the completion comes later through xfer_complete(); <0: the
- * status to complete @q with now. The caller has counted the op in flight.
- */
-int peers_submit_rw(struct session *s, const struct rp_sqe *q, struct export *e);
-int peers_submit_send(struct session *s, const struct rp_sqe *q, const char *peer,
-		      const char *endpoint);
-/* @s is going away: its pending lookups and ops must not touch it any more. */
-void peers_session_gone(struct session *s);
-/* @e was withdrawn (unexport, region freed, owner gone). */
-void peers_export_gone(struct manager *m, struct export *e);
 
 #endif

@@ -9,15 +9,13 @@
 #include "peer_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "admin.h"
-#include "clients.h"
 #include "log.h"
-#include "manager.h"
 
-#define MAX_HANDLES 65536u
+_Static_assert(PEER_XINFO_MAX == sizeof(((struct remote *)0)->xinfo), "xinfo size");
 
 /* A client op on its way to a peer. */
 struct pop {
@@ -26,10 +24,7 @@ struct pop {
 	struct peer_link *link; /* NULL while parked on the peer for a replay */
 	struct peer *peer;
 	uint64_t parked_ms; /* when it was parked */
-	struct session *s;
-	struct uid_acct *acct;
-	uint64_t cookie;
-	uint16_t opcode;
+	struct op *cop;	    /* the client's operation (core.h) */
 };
 
 struct plookup {
@@ -55,44 +50,23 @@ struct prevoke {
 
 /* What an incoming request holds while its bytes move. */
 struct rxtok {
-	struct region *region; /* referenced */
-	struct session *t;     /* notify target / receiving session, held; or NULL */
-	struct recv_buf *rb;   /* SEND: the posted receive taken */
+	struct region *region; /* WRITE/READ: referenced */
+	struct session *t;     /* WRITE with notify: the exporter, holding a slot */
+	struct op *rop;	       /* SEND: the posted receive taken */
 	uint16_t region_id;
-	char endpoint[RP_NAME_MAX];
 };
-
-struct remote {
-	char peer[RP_NAME_MAX];
-	uint64_t inc, id, len;
-	bool revoked; /* the exporter withdrew it (PP_REVOKE, or its device said so) */
-	uint32_t access;
-	uint32_t xinfo_len;
-	uint8_t xinfo[PEER_XINFO_MAX];
-};
-
-static struct peers *peers_of(struct session *s)
-{
-	return s->owner->m->peers;
-}
-
-static void session_hold(struct session *s)
-{
-	s->ops_pending++;
-}
 
 /* ---- Lookups. ---- */
 
-int peers_known(struct manager *m, const char *peer)
+static int known(void *peers, const char *peer)
 {
-	return m->peers && peer_find(m->peers, peer) ? 0 : -RP_EPEERUNKNOWN;
+	return peer_find(peers, peer) ? 0 : -RP_EPEERUNKNOWN;
 }
 
-int peers_remote_open(struct session *s, const struct rp_hdr *h, const char *peer,
-		      const char *name)
+static int remote_open(void *peers, struct session *s, const struct rp_hdr *h, const char *peer,
+		       const char *name)
 {
-	struct peers *p = peers_of(s);
-	struct peer *pr = p ? peer_find(p, peer) : NULL;
+	struct peer *pr = peer_find(peers, peer);
 	struct plookup *lk;
 	struct pp_lookup m;
 	struct peer_link *l;
@@ -100,7 +74,7 @@ int peers_remote_open(struct session *s, const struct rp_hdr *h, const char *pee
 	if (!pr)
 		return -RP_EPEERUNKNOWN;
 	l = pr->up;
-	if (!l || l->closing || l->draining)
+	if (!l || !link_usable(l))
 		return -RP_EPEERDOWN;
 	lk = calloc(1, sizeof(*lk));
 	if (!lk)
@@ -125,47 +99,21 @@ int peers_remote_open(struct session *s, const struct rp_hdr *h, const char *pee
 static void lookup_reply(struct plookup *lk, int status, const struct pp_lookup_r *m,
 			 struct peer *pr)
 {
-	struct session *s = lk->s;
-	struct rp_remote_reply rep = { 0 };
-	struct export *e = NULL;
-	struct remote *rm = NULL;
+	struct remote info;
 
-	if (s->dead)
-		goto out;
+	memset(&info, 0, sizeof(info));
 	if (status == 0) {
-		e = calloc(1, sizeof(*e));
-		rm = calloc(1, sizeof(*rm));
-		status = e && rm ? idtab_add(&s->remotes, e, MAX_HANDLES, &rep.id) : -ENOMEM;
+		snprintf(info.peer, sizeof(info.peer), "%s", pr->conf.name);
+		info.inc = m->export_inc;
+		info.id = m->export_id;
+		info.len = m->len;
+		info.access = m->access;
+		info.xinfo_len = m->xinfo_len;
+		memcpy(info.xinfo, m->xinfo, sizeof(info.xinfo));
 	}
-	if (status == 0) {
-		snprintf(rm->peer, sizeof(rm->peer), "%s", pr->conf.name);
-		rm->inc = m->export_inc;
-		rm->id = m->export_id;
-		rm->len = m->len;
-		rm->access = m->access;
-		rm->xinfo_len = m->xinfo_len;
-		memcpy(rm->xinfo, m->xinfo, sizeof(rm->xinfo));
-		e->refs = 1;
-		e->access = m->access;
-		e->remote = rm;
-		snprintf(e->name, sizeof(e->name), "%s", lk->name);
-		rep.access = m->access;
-		rep.len = m->len;
-		e = NULL;
-		rm = NULL;
-	}
-	session_reply(s, &lk->h, status, &rep, sizeof(rep), NULL, 0);
-out:
-	free(e);
-	free(rm);
-	session_put(s);
+	remote_opened(lk->s, &lk->h, status, &info);
+	session_put(lk->s);
 	free(lk);
-}
-
-void peers_remote_free(struct export *e)
-{
-	free(e->remote);
-	e->remote = NULL;
 }
 
 static void on_lookup_r(struct peer_link *l, const struct pp_lookup_r *m)
@@ -189,23 +137,12 @@ static void on_lookup_r(struct peer_link *l, const struct pp_lookup_r *m)
 	data_check_drained(l);
 }
 
-static struct export *export_by_id(struct clients *c, uint64_t id)
-{
-	struct export *e;
-
-	for (e = c->exports; e; e = e->next)
-		if (e->peer_id == id)
-			return e;
-	return NULL;
-}
-
 static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 {
 	struct peers *p = l->p;
-	struct clients *c = p->m->clients;
-	struct export *e = export_find(c, m->name);
+	struct export *e = export_find(p->core, m->name);
 	struct pp_lookup_r r;
-	int n;
+	int n, err;
 
 	memset(&r, 0, sizeof(r));
 	pp_hdr_init(&r.h, PP_LOOKUP_R, m->h.id);
@@ -213,17 +150,14 @@ static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 		r.status = -RP_ENOEXPORT;
 	} else {
 		n = l->t->ops->export_info(l->t, e, r.xinfo, sizeof(r.xinfo));
-		if (n >= 0 && export_add_looker(e, l->peer->conf.name) < 0)
-			n = -ENOMEM;
-		if (n >= 0 && !e->peer_id)
-			e->peer_id = ++p->next_export_id;
-		if (n < 0) {
-			r.status = n;
+		err = n < 0 ? n : export_publish(p->core, e, l->peer->conf.name);
+		if (err < 0) {
+			r.status = err;
 			memset(r.xinfo, 0, sizeof(r.xinfo));
 		} else {
 			r.xinfo_len = (uint32_t)n;
 			r.export_id = e->peer_id;
-			r.export_inc = p->m->incarnation;
+			r.export_inc = p->incarnation;
 			r.len = e->region->len;
 			r.access = e->access;
 		}
@@ -234,11 +168,6 @@ static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 }
 
 /* ---- Client ops to a peer. ---- */
-
-static uint16_t cqe_op(uint16_t opcode)
-{
-	return opcode == RP_SQE_WRITE ? RP_OP_WRITE : opcode == RP_SQE_READ ? RP_OP_READ : RP_OP_SEND;
-}
 
 static void pop_unlink(struct pop *o)
 {
@@ -251,16 +180,10 @@ static void pop_unlink(struct pop *o)
 	o->prev = o->next = NULL;
 }
 
+/* The op's one report: counted on the peer, ended in the core. */
 static void pop_report(struct pop *o, int status)
 {
-	struct session *s = o->s;
 	struct peer *pr = o->peer;
-	struct rp_cqe cqe = {
-		.cookie = o->cookie,
-		.len = status ? 0 : (uint32_t)o->op.len,
-		.status = status,
-		.op = cqe_op(o->opcode),
-	};
 
 	if (pr) {
 		/* Payload direction: a READ's bytes come in, a WRITE's or SEND's go out. */
@@ -271,12 +194,7 @@ static void pop_report(struct pop *o, int status)
 		else
 			pr->bytes_out += o->op.len;
 	}
-	o->acct->inflight--;
-	admin_count_op(s, cqe.op, status, cqe.len);
-	xfer_complete(s, &cqe);
-	region_unref(o->op.region);
-	acct_put(s->owner, o->acct);
-	session_put(s);
+	op_end(o->cop, status);
 	free(o);
 }
 
@@ -287,20 +205,10 @@ static void pop_report(struct pop *o, int status)
  */
 static void mark_revoked(struct peers *p, struct peer *pr, uint64_t inc, uint64_t id)
 {
-	struct session *s;
-	uint32_t i;
-
 	if (!pr)
 		return;
 	pr->dead_ids[pr->dead_next++ % PEER_DEAD_IDS] = id;
-	for (s = p->m->clients->head; s; s = s->next)
-		for (i = 1; i <= s->remotes.n; i++) {
-			struct export *e = idtab_get(&s->remotes, i);
-			struct remote *rm = e ? e->remote : NULL;
-
-			if (rm && rm->id == id && rm->inc == inc && !strcmp(rm->peer, pr->conf.name))
-				rm->revoked = true;
-		}
+	remotes_revoke(p->core, pr->conf.name, inc, id);
 }
 
 static bool known_revoked(const struct peer *pr, uint64_t id)
@@ -354,7 +262,7 @@ static int pop_post(struct pop *o, struct peer_link *l)
 static struct peer_link *usable_link(struct peers *p, const char *peer, struct peer **prp,
 				     int *err)
 {
-	struct peer *pr = p ? peer_find(p, peer) : NULL;
+	struct peer *pr = peer_find(p, peer);
 
 	*err = 0;
 	*prp = pr;
@@ -362,26 +270,20 @@ static struct peer_link *usable_link(struct peers *p, const char *peer, struct p
 		*err = -RP_EPEERUNKNOWN;
 	else if ((pr->parked || peer_settling(pr)) && !pr->removed && !p->stopping)
 		return NULL;
-	else if (!pr->up || pr->up->closing || pr->up->draining)
+	else if (!pr->up || !link_usable(pr->up))
 		*err = -RP_EPEERDOWN;
 	return *err ? NULL : pr->up;
 }
 
-/* @l NULL: park the op on @pr (see usable_link()). */
-static int submit(struct session *s, struct peer *pr, struct peer_link *l, struct pop *o,
-		  const struct rp_sqe *q)
+/* Hand @o to @l, or park it on @pr (@l NULL, see usable_link()). 0: taken. */
+static int submit_on(struct peer *pr, struct peer_link *l, struct pop *o)
 {
-	struct region *lr = idtab_get(&s->regions, q->region);
 	int r;
 
 	o->peer = pr;
-	o->s = s;
-	o->acct = s->acct;
-	o->cookie = q->cookie;
-	o->opcode = q->opcode;
-	o->op.region = region_ref(lr);
-	o->op.off = q->offset;
-	o->op.len = q->len;
+	o->op.region = o->cop->region;
+	o->op.off = o->cop->q.offset;
+	o->op.len = o->cop->q.len;
 	if (!l) {
 		park(o, pr);
 		goto taken;
@@ -393,27 +295,25 @@ static int submit(struct session *s, struct peer *pr, struct peer_link *l, struc
 		goto taken;
 	}
 	if (r < 0) {
-		region_unref(lr);
 		free(o);
 		return -RP_EPEERDOWN;
 	}
 taken:
-	s->acct->refs++;
-	session_hold(s);
 	pr->ops_out++;
 	return 0;
 }
 
-int peers_submit_rw(struct session *s, const struct rp_sqe *q, struct export *e)
+static int submit_rw(struct peers *p, struct op *cop)
 {
-	const struct remote *rm = e->remote;
+	const struct rp_sqe *q = &cop->q;
+	const struct remote *rm = cop->e->remote;
 	bool wr = q->opcode == RP_SQE_WRITE;
 	struct peer_link *l;
 	struct peer *pr;
 	struct pop *o;
 	int err;
 
-	l = usable_link(peers_of(s), rm->peer, &pr, &err);
+	l = usable_link(p, rm->peer, &pr, &err);
 	if (err)
 		return err;
 	if ((l ? l->remote_inc : pr->incarnation) != rm->inc)
@@ -428,6 +328,7 @@ int peers_submit_rw(struct session *s, const struct rp_sqe *q, struct export *e)
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
+	o->cop = cop;
 	o->op.kind = wr ? PEER_OP_WRITE : PEER_OP_READ;
 	o->op.flags = wr && (q->flags & RP_NOTIFY) ? PEER_OP_F_NOTIFY : 0;
 	o->op.imm = q->imm;
@@ -437,26 +338,32 @@ int peers_submit_rw(struct session *s, const struct rp_sqe *q, struct export *e)
 	o->op.export_len = rm->len;
 	o->op.xinfo_len = rm->xinfo_len;
 	memcpy(o->op.xinfo, rm->xinfo, sizeof(o->op.xinfo));
-	return submit(s, pr, l, o, q);
+	return submit_on(pr, l, o);
 }
 
-int peers_submit_send(struct session *s, const struct rp_sqe *q, const char *peer,
-		      const char *endpoint)
+static int submit_send(struct peers *p, struct op *cop)
 {
+	const struct dest *d = cop->dest;
 	struct peer_link *l;
 	struct peer *pr;
 	struct pop *o;
 	int err;
 
-	l = usable_link(peers_of(s), peer, &pr, &err);
+	l = usable_link(p, d->peer, &pr, &err);
 	if (err)
 		return err;
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
+	o->cop = cop;
 	o->op.kind = PEER_OP_SEND;
-	snprintf(o->op.endpoint, sizeof(o->op.endpoint), "%s", endpoint);
-	return submit(s, pr, l, o, q);
+	memcpy(o->op.endpoint, d->endpoint, sizeof(o->op.endpoint));
+	return submit_on(pr, l, o);
+}
+
+static int submit(void *peers, struct op *cop)
+{
+	return cop->q.opcode == RP_SQE_SEND ? submit_send(peers, cop) : submit_rw(peers, cop);
 }
 
 /* ---- Withdrawals (PP_REVOKE): the exporting side. ---- */
@@ -465,8 +372,7 @@ static void revoke_release(struct prevoke *rv)
 {
 	struct export *e = rv->e;
 
-	e->ops--;
-	export_release_mr(e);
+	export_unpin(e);
 	export_unref(e);
 	free(rv);
 }
@@ -478,7 +384,7 @@ static void revoke_send(struct peer_link *l, struct prevoke *rv)
 	memset(&m, 0, sizeof(m));
 	pp_hdr_init(&m.h, PP_REVOKE, 0);
 	m.export_id = rv->id;
-	m.export_inc = l->p->m->incarnation;
+	m.export_inc = l->p->incarnation;
 	link_send(l, &m, sizeof(m)); /* a failed send means the link is going: resent on the next */
 }
 
@@ -494,14 +400,13 @@ static void revoke_start(struct peer *pr, struct export *e)
 
 	if (!rv) /* no memory for the bookkeeping: withdraw without waiting */
 		return;
-	rv->e = e;
+	rv->e = export_ref(e);
+	export_pin(e);
 	rv->id = e->peer_id;
 	rv->deadline_ms = peer_now_ms() + REVOKE_WAIT_MS;
-	e->refs++;
-	e->ops++;
 	rv->next = pr->revokes;
 	pr->revokes = rv;
-	if (pr->up && pr->up->up && !pr->up->closing)
+	if (pr->up && link_live(pr->up))
 		revoke_send(pr->up, rv);
 }
 
@@ -509,7 +414,7 @@ static void on_revoke_r(struct peer_link *l, const struct pp_revoke *m)
 {
 	struct prevoke **pp, *rv = NULL;
 
-	if (m->export_inc == l->p->m->incarnation)
+	if (m->export_inc == l->p->incarnation)
 		for (pp = &l->peer->revokes; (rv = *pp); pp = &rv->next)
 			if (rv->id == m->export_id)
 				break;
@@ -593,11 +498,11 @@ static void replay(struct peer_link *l)
 	while ((o = list)) {
 		list = o->next;
 		o->next = NULL;
-		if (o->s->dead) {
+		if (o->cop->s->dead) {
 			pop_report(o, -RP_EPEERDOWN); /* its client is gone: do not act for it */
 			continue;
 		}
-		if (o->op.refused) {
+		if (o->op.fate == PEER_OP_REFUSED) {
 			bool same = o->op.export_inc == l->remote_inc;
 
 			if (same)
@@ -611,7 +516,7 @@ static void replay(struct peer_link *l)
 									: -RP_EUNEXPORTED);
 			continue;
 		}
-		o->op.posted = o->op.replay = o->op.refused = false;
+		o->op.fate = PEER_OP_QUEUED;
 		r = pop_post(o, l);
 		if (r == -EAGAIN) { /* this link failed already: the next one */
 			park(o, pr);
@@ -641,7 +546,7 @@ void data_link_up(struct peer_link *l)
 
 void data_replay(struct peer *pr)
 {
-	if (pr->up && pr->up->up && !pr->up->closing)
+	if (pr->up && link_live(pr->up))
 		replay(pr->up);
 }
 
@@ -689,7 +594,8 @@ void data_link_failed(struct peer_link *l)
 
 	while ((o = l->ops)) {
 		pop_unlink(o);
-		if (o->op.replay && may_replay && !o->s->dead) {
+		if ((o->op.fate == PEER_OP_FLUSHED || o->op.fate == PEER_OP_REFUSED) && may_replay &&
+		    !o->cop->s->dead) {
 			/* l->ops is newest first: this restores submission order. */
 			o->next = batch;
 			batch = o;
@@ -697,9 +603,9 @@ void data_link_failed(struct peer_link *l)
 		}
 		/*
 		 * Posted: it may have happened. Never posted, or flushed behind a
-		 * refusal (replay): it certainly did not.
+		 * refusal: it certainly did not.
 		 */
-		pop_report(o, o->op.posted && !o->op.replay ? -RP_EOUTCOME : -RP_EPEERDOWN);
+		pop_report(o, o->op.fate == PEER_OP_POSTED ? -RP_EOUTCOME : -RP_EPEERDOWN);
 	}
 	while ((o = batch)) {
 		batch = o->next;
@@ -713,85 +619,66 @@ void data_link_failed(struct peer_link *l)
 
 void data_check_drained(struct peer_link *l)
 {
-	if (l->draining && !l->ops && !l->lookups)
+	if (l->state == LINK_DRAINING && !l->ops && !l->lookups)
 		link_close(l, -ESHUTDOWN, "peer removed from the configuration (drained)");
 }
 
-void peers_session_gone(struct session *s)
+static void export_gone(void *peers, struct export *e)
 {
-	/* Ops and lookups hold the session (ops_pending); nothing to detach. */
-	(void)s;
-}
-
-void peers_export_gone(struct manager *m, struct export *e)
-{
-	struct peers *p = m->peers;
+	struct peers *p = peers;
 	unsigned i;
 
-	if (!p || !e->peer_id)
+	if (!e->peer_id || p->stopping)
 		return;
 	/* Every peer that looked it up may hold its rkey. */
 	for (i = 0; i < e->n_lookers; i++) {
 		struct peer *pr = peer_find(p, e->lookers[i]);
 
-		if (pr && !pr->removed && !p->stopping)
+		if (pr)
 			revoke_start(pr, e);
 	}
 }
+
+const struct core_peer_ops peers_core_ops = {
+	.known = known,
+	.remote_open = remote_open,
+	.submit = submit,
+	.export_gone = export_gone,
+};
 
 /* ---- Requests from a peer. ---- */
 
 static int rx_export(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 {
 	struct peers *p = l->p;
-	struct clients *c = p->m->clients;
 	bool wr = rx->kind == PEER_RX_WRITE;
 	struct export *e;
 
-	if (rx->export_inc != p->m->incarnation)
+	if (rx->export_inc != p->incarnation)
 		return -RP_ESTALE;
-	e = export_by_id(c, rx->export_id);
+	e = export_by_peer_id(p->core, rx->export_id);
 	if (!e || e->dead || !e->region)
-		return rx->export_id && rx->export_id <= p->next_export_id ? -RP_EUNEXPORTED
-									  : -RP_EBADHANDLE;
+		return rx->export_id && rx->export_id <= p->core->next_peer_id ? -RP_EUNEXPORTED
+									       : -RP_EBADHANDLE;
 	if (!(e->access & (wr ? RP_ACCESS_REMOTE_WRITE : RP_ACCESS_REMOTE_READ)))
 		return -RP_EREMOTEACCESS;
 	if (!region_range_ok(e->region, rx->off, rx->len))
 		return -RP_EREMOTEBOUNDS;
-	if (wr && (rx->flags & PEER_OP_F_NOTIFY)) {
-		struct session *t = e->region->s;
-
-		/* Reserve the notification now: refuse before writing, not after. */
-		if (!t || xfer_reserve(t) < 0)
-			return -RP_ENOTIFYSPACE;
-		tok->t = t;
-		session_hold(t);
-	}
+	/* Reserve the notification now: refuse before writing, not after. */
+	if (wr && (rx->flags & PEER_OP_F_NOTIFY) && notify_hold(e, &tok->t, &tok->region_id) < 0)
+		return -RP_ENOTIFYSPACE;
 	tok->region = region_ref(e->region);
-	tok->region_id = (uint16_t)e->region->id;
 	rx->addr = (char *)e->region->addr + rx->off;
 	return 0;
 }
 
 static int rx_send(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 {
-	struct endpoint *ep = endpoint_find(l->p->m->clients, rx->endpoint);
-	struct recv_buf *rb;
+	int r = endpoint_take(l->p->core, rx->endpoint, rx->len, &tok->rop);
 
-	if (!ep)
-		return -RP_ENOENDPOINT;
-	rb = ep->head;
-	if (!rb)
-		return -RP_ENORECV;
-	if (rx->len > rb->len)
-		return -RP_ERECVSMALL;
-	ep->head = rb->next;
-	rb->next = NULL;
-	tok->rb = rb;
-	tok->t = ep->s;
-	session_hold(ep->s);
-	memcpy(tok->endpoint, rx->endpoint, sizeof(tok->endpoint));
-	rx->addr = (char *)rb->region->addr + rb->off;
+	if (r < 0)
+		return r;
+	rx->addr = recv_addr(tok->rop);
 	return 0;
 }
 
@@ -800,7 +687,7 @@ int peer_x_rx_begin(struct peer_link *l, struct peer_rx *rx)
 	struct rxtok *tok;
 	int r;
 
-	if (!l->up || l->closing)
+	if (!link_live(l))
 		return -EPROTO;
 	if (rx->len > UINT32_MAX)
 		return -EINVAL;
@@ -818,87 +705,19 @@ int peer_x_rx_begin(struct peer_link *l, struct peer_rx *rx)
 	return 0;
 }
 
-/* A receive taken for a message that did not arrive whole goes back first in line. */
-static void recv_restore(struct rxtok *tok, struct clients *c)
-{
-	struct recv_buf *rb = tok->rb;
-	struct endpoint *ep = endpoint_find(c, tok->endpoint);
-	struct session *t = tok->t;
-
-	if (ep && ep->s == t && !t->dead) {
-		rb->next = ep->head;
-		if (!ep->head)
-			ep->tail = rb;
-		ep->head = rb;
-		return;
-	}
-	/* Its endpoint was unbound meanwhile: complete it as unbinding does. */
-	{
-		struct rp_cqe cqe = {
-			.cookie = rb->cookie,
-			.status = -ECANCELED,
-			.op = RP_OP_RECV,
-			.region = (uint16_t)rb->region->id,
-		};
-
-		rb->region->acct->inflight--;
-		xfer_complete(t, &cqe);
-		region_unref(rb->region);
-		free(rb);
-	}
-}
-
-static int rx_end_send(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok, int status)
-{
-	struct recv_buf *rb = tok->rb;
-	struct rp_cqe cqe = {
-		.cookie = rb->cookie,
-		.offset = rb->off,
-		.len = (uint32_t)rx->len,
-		.op = RP_OP_RECV,
-		.region = (uint16_t)rb->region->id,
-	};
-
-	if (status) {
-		recv_restore(tok, l->p->m->clients);
-		return status;
-	}
-	rb->region->acct->inflight--;
-	xfer_complete(tok->t, &cqe); /* the slot was reserved when it was posted */
-	region_unref(rb->region);
-	free(rb);
-	return 0;
-}
-
-static void notify_end(struct rxtok *tok, struct peer_rx *rx, int status)
-{
-	struct rp_cqe cqe = {
-		.offset = rx->off,
-		.len = (uint32_t)rx->len,
-		.imm = rx->imm,
-		.op = RP_OP_NOTIFY,
-		.region = tok->region_id,
-	};
-
-	if (status == 0)
-		xfer_complete(tok->t, &cqe);
-	else if (tok->t->rings.cq_reserved)
-		tok->t->rings.cq_reserved--;
-}
-
 int peer_x_rx_end(struct peer_link *l, struct peer_rx *rx, int status)
 {
 	struct rxtok *tok = rx->token;
 
 	if (rx->kind == PEER_RX_SEND) {
-		status = rx_end_send(l, rx, tok, status);
+		/* Whole: the receive completes; not whole: it goes back first in line. */
+		recv_finish(l->p->core, tok->rop, rx->len, status);
 	} else {
 		if (tok->t)
-			notify_end(tok, rx, status);
+			notify_finish(tok->t, tok->region_id, rx->off, (uint32_t)rx->len, rx->imm,
+				      status);
 		region_unref(tok->region);
 	}
-	if (tok->t)
-		session_put(tok->t);
 	/* Serving a READ sends the payload out; WRITE and SEND bring it in. */
 	if (l->peer && !status && rx->kind == PEER_RX_READ)
 		l->peer->bytes_out += rx->len;
@@ -918,7 +737,7 @@ int peer_x_notify(struct peer_link *l, uint64_t export_id, uint64_t off, uint64_
 		.flags = PEER_OP_F_NOTIFY,
 		.imm = imm,
 		.export_id = export_id,
-		.export_inc = l->p->m->incarnation,
+		.export_inc = l->p->incarnation,
 		.off = off,
 		.len = len,
 	};
@@ -935,12 +754,11 @@ static void on_notify(struct peer_link *l, const struct pp_notify *m)
 
 	memset(&st, 0, sizeof(st));
 	pp_hdr_init(&st.h, PP_NOTIFY_R, m->h.id);
-	st.status = m->export_inc == l->p->m->incarnation
+	st.status = m->export_inc == l->p->incarnation
 			    ? peer_x_notify(l, m->export_id, m->off, m->len, m->imm)
 			    : -RP_ESTALE;
 	link_send(l, &st, sizeof(st));
 }
-
 void data_on_ctrl(struct peer_link *l, const void *msg, size_t len)
 {
 	union {

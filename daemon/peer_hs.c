@@ -140,7 +140,7 @@ __attribute__((format(printf, 5, 6))) static int fail(struct peer_hs *hs, void *
 	hs->state = HS_FAILED;
 	hs->reject_code = code;
 	*outlen = peer_hs_reject(out, code, hs->why);
-	return -1;
+	return HS_STEP_FAILED;
 }
 
 static int on_reject(struct peer_hs *hs, const struct pp_reject *rej, size_t *outlen)
@@ -150,7 +150,7 @@ static int on_reject(struct peer_hs *hs, const struct pp_reject *rej, size_t *ou
 	hs->reject_code = rej->code;
 	snprintf(hs->why, sizeof(hs->why), "rejected by the peer: %s", rej->reason);
 	*outlen = 0;
-	return -1;
+	return HS_STEP_FAILED;
 }
 
 /* Responder: HELLO -> CHALLENGE. */
@@ -184,7 +184,7 @@ static int on_hello(struct peer_hs *hs, const struct pp_hello *m, void *out, siz
 	memcpy(out, &ch, sizeof(ch));
 	*outlen = sizeof(ch);
 	hs->state = HS_R_SENT_CHALLENGE;
-	return 0;
+	return HS_STEP_MORE;
 }
 
 /* Initiator: CHALLENGE -> AUTH, once the responder proved the key. */
@@ -219,7 +219,7 @@ static int on_challenge(struct peer_hs *hs, const struct pp_challenge *m, void *
 	memcpy(out, &a, sizeof(a));
 	*outlen = sizeof(a);
 	hs->state = HS_I_SENT_AUTH;
-	return 0;
+	return HS_STEP_MORE;
 }
 
 /* Responder: AUTH -> READY. */
@@ -240,7 +240,7 @@ static int on_auth(struct peer_hs *hs, const struct pp_auth *m, void *out, size_
 	memcpy(out, &rd, sizeof(rd));
 	*outlen = sizeof(rd);
 	hs->state = HS_DONE;
-	return 1;
+	return HS_STEP_DONE;
 }
 
 int peer_hs_consume(struct peer_hs *hs, const void *msg, size_t len, void *out, size_t *outlen)
@@ -280,7 +280,7 @@ int peer_hs_consume(struct peer_hs *hs, const void *msg, size_t len, void *out, 
 	case HS_I_SENT_AUTH:
 		if (m.h.type == PP_READY) {
 			hs->state = HS_DONE;
-			return 1;
+			return HS_STEP_DONE;
 		}
 		break;
 	default:

@@ -52,12 +52,17 @@ void peer_hs_init_initiator(struct peer_hs *hs, const char *my_name, uint64_t my
 void peer_hs_init_responder(struct peer_hs *hs, const char *my_name, uint64_t my_inc,
 			    peer_hs_lookup_fn lookup, void *ctx);
 
+enum hs_step {
+	HS_STEP_FAILED = -1, /* reason in hs->why and hs->reject_code */
+	HS_STEP_MORE = 0,    /* go on */
+	HS_STEP_DONE = 1,    /* authenticated: HS_DONE */
+};
+
 /*
- * Consume one whole message (already framed; checked here). Returns 0 (go
- * on), 1 (authenticated: HS_DONE) or -1 (failed: reason in hs->why and
- * hs->reject_code). *@outlen is set to the length of a message to send
- * from @out (>= PP_FIXED_MAX bytes), or 0: on failure this is a REJECT
- * unless the other side rejected first.
+ * Consume one whole message (already framed; checked here): enum hs_step.
+ * *@outlen is set to the length of a message to send from @out (>=
+ * PP_FIXED_MAX bytes), or 0: on failure this is a REJECT unless the other
+ * side rejected first.
  */
 int peer_hs_consume(struct peer_hs *hs, const void *msg, size_t len, void *out, size_t *outlen);
 

@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Peer layer internals shared by peer.c (peers, links, handshake, timers,
- * status) and peer_data.c (lookups, client ops, incoming requests).
+ * Peer layer internals, shared by its three files, from the bottom:
+ *   peer_link.c  finding peers, sending on and closing links, and the
+ *                duplicate-connection rule
+ *   peer_data.c  lookups, client ops, withdrawals, replays, incoming requests
+ *   peers.c      peers and links: dialling, handshake, state machine,
+ *                keepalives, reload, status, the transport up-calls
+ * It sees neither the loop (timers come through evloop.h) nor the client
+ * core's internals (the named functions of core.h only).
  */
 #ifndef RP_DAEMON_PEER_INT_H
 #define RP_DAEMON_PEER_INT_H
 
-#include <uv.h>
-
 #include "config.h"
+#include "core.h"
+#include "evloop.h"
 #include "peer.h"
 #include "peer_hs.h"
-#include "session.h"
 #include "transport.h"
 
 #define PEER_TICK_MS 1000
@@ -39,11 +44,10 @@ struct peer {
 	char reason[256];
 	struct peer_link *up;  /* the authenticated link */
 	struct peer_link *out; /* our connection attempt in progress */
-	uv_timer_t backoff;
+	struct ev_timer *backoff;
 	unsigned attempts;
 	unsigned links;	 /* links that point here */
 	bool removed;	 /* gone from the config: draining, then freed */
-	bool timer_open; /* backoff handle initialised and not yet closed */
 	bool ever_up;
 	uint64_t incarnation;
 	int64_t rtt_us;
@@ -54,20 +58,31 @@ struct peer {
 	uint64_t bytes_out, bytes_in, ops_out, ops_in, errors, reconnects;
 };
 
+enum link_state {
+	LINK_CONNECTING,  /* outbound: the transport is connecting */
+	LINK_HANDSHAKING, /* the transport is ready: authenticating */
+	LINK_UP,	  /* authenticated: lookups and data flow */
+	LINK_DRAINING,	  /* up, but its peer was removed: no new ops, closed once idle */
+	LINK_CLOSING,	  /* being closed; peer_x_failed() ends it */
+};
+
+/* What a link's end means for its peer's state and dialling. */
+enum link_end {
+	LINK_END_FAILURE,    /* failed or closed: the peer is redialled with backoff */
+	LINK_END_SUPERSEDED, /* lost a duplicate-connection race, or shutdown: nothing */
+};
+
 struct peer_link {
 	struct peers *p;
 	struct peer_link *next; /* in p->links */
 	struct peer *peer;	/* NULL until an inbound HELLO names it */
 	struct transport *t;
 	struct xconn *x;
-	bool outbound;
-	bool connected; /* transport ready, handshake running */
-	bool up;
-	bool closing;
-	bool superseded; /* lost a duplicate-connection race: no state change */
-	bool draining;
+	bool outbound; /* we dialled it */
+	enum link_state state;
+	enum link_end end;
 	uint64_t created_ms, last_rx_ms, drain_ms;
-	uint64_t remote_inc;
+	uint64_t remote_inc; /* the peer's incarnation once authenticated (never 0), else 0 */
 	uint64_t next_id;
 	struct peer_hs hs;
 	char addr[96];
@@ -78,21 +93,52 @@ struct peer_link {
 };
 
 struct peers {
-	struct manager *m;
+	struct core *core;
+	const struct config *cfg;
+	struct evloop *ev;
+	uint64_t incarnation;		 /* ours */
+	enum rp_transport_kind transport; /* for peers with transport = auto */
 	struct transport *tcp, *verbs;
 	struct peer *head;
 	struct peer_link *links;
 	struct pping *pings;
-	uv_timer_t tick;
+	struct ev_timer *tick;
 	char node_name[RP_NAME_MAX];
-	uint64_t next_export_id;
 	uint64_t ping_seq;
 	bool stopping;
 	bool freed_transports;
 };
 
+/* The link is closing (peer_x_failed() still to come). */
+static inline bool link_closing(const struct peer_link *l)
+{
+	return l->state == LINK_CLOSING;
+}
+
+/* New lookups and ops may go on it. */
+static inline bool link_usable(const struct peer_link *l)
+{
+	return l->state == LINK_UP;
+}
+
+/* Authenticated and not closing (it may be draining). */
+static inline bool link_live(const struct peer_link *l)
+{
+	return l->state == LINK_UP || l->state == LINK_DRAINING;
+}
+
+/* It passed the handshake at some point (a closing link may have). */
+static inline bool link_authenticated(const struct peer_link *l)
+{
+	return l->remote_inc != 0;
+}
+
+/* peer_link.c */
 uint64_t peer_now_ms(void);
+uint64_t peer_mono_us(void);
 struct peer *peer_find(struct peers *p, const char *name);
+/* Which of two links between the same two daemons survives. */
+bool link_prefer(const struct peer_link *a, const struct peer_link *b);
 /*
  * Our own connection attempt to @pr is authenticating and will be (or may
  * replace) the link: new ops wait for it rather than fail or go on a link
@@ -105,6 +151,8 @@ bool peer_out_pending(const struct peer *pr, const struct peer_link *l);
 void link_close(struct peer_link *l, int err, const char *why);
 int link_send(struct peer_link *l, const void *msg, size_t len);
 
+/* peer_data.c: the core's hooks (core.h) */
+extern const struct core_peer_ops peers_core_ops;
 /* peer_data.c */
 void data_on_ctrl(struct peer_link *l, const void *msg, size_t len);
 /* Report every op and lookup still on @l (the link is gone). */

@@ -6,7 +6,7 @@
  * Operations hold references, so a region outlives its client while they
  * run.
  */
-#include "session.h"
+#include "core.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,6 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "manager.h"
 #include "verbs_local.h"
 
 #define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
@@ -60,9 +59,9 @@ static int check_fd(int fd, uint64_t len, bool *huge)
 	return 0;
 }
 
-static int check_quota(struct clients *c, struct uid_acct *a, uint64_t len)
+static int check_quota(struct core *c, struct uid_acct *a, uint64_t len)
 {
-	const struct config *cfg = c->m->cfg;
+	const struct config *cfg = c->cfg;
 
 	if (a->regions >= cfg->max_regions)
 		return -RP_ELIMIT_REGIONS;
@@ -71,8 +70,9 @@ static int check_quota(struct clients *c, struct uid_acct *a, uint64_t len)
 	return 0;
 }
 
-int region_new(struct clients *c, struct session *s, int fd, uint64_t len, struct region **ret)
+int region_new(struct session *s, int fd, uint64_t len, struct region **ret)
 {
+	struct core *c = s->core;
 	struct region *r = NULL;
 	bool huge = false;
 	void *addr;
@@ -100,8 +100,8 @@ int region_new(struct clients *c, struct session *s, int fd, uint64_t len, struc
 		goto out_close;
 	}
 	/* Local access only: remote access is granted per export, with its own MR. */
-	if (c->m->vlocal) {
-		err = vmr_reg(c->m->vlocal, addr, len, VMR_LOCAL_WRITE, (struct vmr **)&r->xport);
+	if (c->vlocal) {
+		err = vmr_reg(c->vlocal, addr, len, VMR_LOCAL_WRITE, &r->xport);
 		if (err < 0) {
 			munmap(addr, (size_t)len);
 			free(r);
@@ -109,7 +109,7 @@ int region_new(struct clients *c, struct session *s, int fd, uint64_t len, struc
 		}
 	}
 	r->refs = 1;
-	r->owner = c;
+	r->core = c;
 	r->s = s;
 	r->addr = addr;
 	r->len = len;
@@ -134,11 +134,11 @@ struct region *region_ref(struct region *r)
 
 void region_unref(struct region *r)
 {
-	struct clients *c;
+	struct core *c;
 
 	if (!r || --r->refs)
 		return;
-	c = r->owner;
+	c = r->core;
 	vmr_dereg(r->xport);
 	munmap(r->addr, (size_t)r->len);
 	r->acct->regions--;

@@ -1,168 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The control protocol of one client session, without the event loop:
- * validate a packet, act on it, send the reply. Per-uid accounting lives
- * here too, since the limits are checked at these requests.
+ * The control protocol of one client session: act on a validated packet,
+ * send the reply. Regions, exports, remote handles, endpoints and send
+ * destinations are created and released here; administration requests go
+ * to admin.c (the glue routes them) and never reach this file.
  */
-#include "session.h"
+#include "core.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "admin.h"
-#include "clients.h"
 #include "log.h"
-#include "manager.h"
-#include "peer.h"
-#include "rdma_dev.h"
 
 /* Per-session table caps (ids must fit the 16-bit region field of a CQE). */
 #define MAX_SESSION_REGIONS 65535u
 #define MAX_SESSION_HANDLES 65536u
 
-int idtab_add(struct idtab *t, void *p, uint32_t max, uint32_t *ret_id)
-{
-	uint32_t i;
-	void **nv;
-
-	for (i = 0; i < t->n; i++)
-		if (!t->v[i])
-			goto found;
-	if (t->n >= max)
-		return -ENOSPC;
-	nv = realloc(t->v, sizeof(*nv) * (t->n ? t->n * 2 : 8));
-	if (!nv)
-		return -ENOMEM;
-	memset(nv + t->n, 0, sizeof(*nv) * (t->n ? t->n : 8));
-	t->v = nv;
-	t->n = t->n ? t->n * 2 : 8;
-	if (t->n > max)
-		t->n = max;
-found:
-	t->v[i] = p;
-	*ret_id = i + 1;
-	return 0;
-}
-
-void *idtab_get(const struct idtab *t, uint32_t id)
-{
-	return id && id <= t->n ? t->v[id - 1] : NULL;
-}
-
-void *idtab_del(struct idtab *t, uint32_t id)
-{
-	void *p = idtab_get(t, id);
-
-	if (p)
-		t->v[id - 1] = NULL;
-	return p;
-}
-
-void idtab_free(struct idtab *t)
-{
-	free(t->v);
-	t->v = NULL;
-	t->n = 0;
-}
-
-struct uid_acct *acct_get(struct clients *c, uid_t uid)
-{
-	struct uid_acct *a;
-
-	for (a = c->accts; a; a = a->next)
-		if (a->uid == uid)
-			break;
-	if (!a) {
-		a = calloc(1, sizeof(*a));
-		if (!a)
-			return NULL;
-		a->uid = uid;
-		a->next = c->accts;
-		c->accts = a;
-	}
-	a->refs++;
-	return a;
-}
-
-void acct_put(struct clients *c, struct uid_acct *a)
-{
-	struct uid_acct **pp;
-
-	if (!a || --a->refs)
-		return;
-	for (pp = &c->accts; *pp; pp = &(*pp)->next)
-		if (*pp == a) {
-			*pp = a->next;
-			break;
-		}
-	free(a);
-}
-
-int session_init(struct clients *c, struct session *s, int fd)
-{
-	socklen_t sl = sizeof(s->cred);
-
-	s->owner = c;
-	s->fd = fd;
-	s->rings.memfd = s->rings.sq_efd = s->rings.cq_efd = -1;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &s->cred, &sl) < 0)
-		return -errno;
-	s->id = c->next_id++;
-	return 0;
-}
-
-int session_reply(struct session *s, const struct rp_hdr *req, int status, const void *body,
-		  size_t len, const int *fds, int nfds)
-{
-	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
-	struct rp_hdr *h = (struct rp_hdr *)buf;
-	union {
-		struct cmsghdr align;
-		char b[CMSG_SPACE(sizeof(int) * RP_HELLO_FDS)];
-	} ctl;
-	struct iovec iov = { .iov_base = buf };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (sizeof(*h) + len > sizeof(buf) || nfds > RP_HELLO_FDS)
-		return -EMSGSIZE;
-	memset(h, 0, sizeof(*h));
-	h->len = (uint32_t)(sizeof(*h) + len);
-	h->type = (uint16_t)(req->type | RP_MSG_REPLY);
-	h->seq = req->seq;
-	h->status = status;
-	if (len)
-		memcpy(buf + sizeof(*h), body, len);
-	iov.iov_len = h->len;
-	if (nfds > 0) {
-		struct cmsghdr *cm;
-
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.b;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-	}
-	if (sendmsg(s->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-		return -errno;
-	return 0;
-}
-
-static uint16_t wire_transport(const struct manager *m)
-{
-	return m->transport == RP_TRANSPORT_VERBS ? RP_WIRE_TRANSPORT_VERBS : RP_WIRE_TRANSPORT_TCP;
-}
-
 static int hello_admit(struct session *s)
 {
-	struct clients *c = s->owner;
-	const struct config *cfg = c->m->cfg;
+	struct core *c = s->core;
+	const struct config *cfg = c->cfg;
 	struct uid_acct *a;
 	int r;
 
@@ -192,7 +52,7 @@ static int hello_admit(struct session *s)
 
 static int handle_hello(struct session *s, const struct rp_hdr *h, const struct rp_hello *req)
 {
-	struct manager *m = s->owner->m;
+	struct core *c = s->core;
 	struct rp_hello_reply rep = { 0 };
 	int fds[RP_HELLO_FDS];
 	int status = 0;
@@ -218,8 +78,8 @@ static int handle_hello(struct session *s, const struct rp_hdr *h, const struct 
 							     : RP_PROTO_VERSION_MAX;
 	rep.version = s->version;
 	rep.client_id = s->id;
-	rep.transport = wire_transport(m);
-	snprintf(rep.node_name, sizeof(rep.node_name), "%s", m->cfg->node_name);
+	rep.transport = c->wire_transport;
+	snprintf(rep.node_name, sizeof(rep.node_name), "%s", c->cfg->node_name);
 	rep.sq_entries = s->rings.v.sq_entries;
 	rep.cq_entries = s->rings.v.cq_entries;
 	rep.ring_size = s->rings.size;
@@ -235,39 +95,6 @@ static int handle_hello(struct session *s, const struct rp_hdr *h, const struct 
 	return status;
 }
 
-static void fill_device(const struct manager *m, struct rp_status_reply *rep)
-{
-	struct rdev_info info;
-
-	if (!m->rdev || rdev_query(m->rdev, &info) < 0)
-		return;
-	snprintf(rep->device, sizeof(rep->device), "%s", info.name);
-	snprintf(rep->port_state, sizeof(rep->port_state), "%s", info.state);
-	if (info.n_gids)
-		snprintf(rep->gid, sizeof(rep->gid), "%s", info.gids[info.n_gids - 1]);
-	rep->port = info.port;
-	rep->active_mtu = info.active_mtu;
-}
-
-static int handle_status(struct session *s, const struct rp_hdr *h)
-{
-	const struct manager *m = s->owner->m;
-	struct rp_status_reply rep = { 0 };
-
-	snprintf(rep.version, sizeof(rep.version), "%s", PACKAGE_VERSION);
-	snprintf(rep.node_name, sizeof(rep.node_name), "%s", m->cfg->node_name);
-	rep.uptime_sec = (uint64_t)(time(NULL) - m->started);
-	rep.incarnation = m->incarnation;
-	rep.transport = wire_transport(m);
-	rep.clients = clients_count(s->owner);
-	rep.regions = (uint32_t)clients_regions(s->owner);
-	rep.registered_bytes = clients_registered_bytes(s->owner);
-	rep.peers_total = (uint32_t)m->cfg->n_peers;
-	rep.peers_up = peers_up(m);
-	fill_device(m, &rep);
-	return session_reply(s, h, 0, &rep, sizeof(rep), NULL, 0);
-}
-
 static int handle_region_reg(struct session *s, const struct rp_hdr *h,
 			     const struct rp_region_reg *req, int fd)
 {
@@ -279,7 +106,7 @@ static int handle_region_reg(struct session *s, const struct rp_hdr *h,
 		close(fd);
 		return -EPROTO;
 	}
-	status = region_new(s->owner, s, fd, req->len, &r); /* consumes fd */
+	status = region_new(s, fd, req->len, &r); /* consumes fd */
 	if (status == 0) {
 		status = idtab_add(&s->regions, r, MAX_SESSION_REGIONS, &rep.id);
 		if (status < 0)
@@ -299,7 +126,7 @@ static int handle_region_free(struct session *s, const struct rp_hdr *h, const s
 
 	if (!r)
 		return session_reply(s, h, -RP_EBADHANDLE, NULL, 0, NULL, 0);
-	export_remove_region(s->owner, r);
+	export_remove_region(s->core, r);
 	r->s = NULL;
 	region_unref(r);
 	return session_reply(s, h, 0, NULL, 0, NULL, 0);
@@ -318,10 +145,10 @@ static int handle_export(struct session *s, const struct rp_hdr *h,
 		status = -RP_EBADHANDLE;
 	else if (!req->access || (req->access & ~all))
 		status = -EINVAL;
-	else if (exports_of_uid(s->owner, s->cred.uid) >= s->owner->m->cfg->max_regions)
+	else if (exports_of_uid(s->core, s->cred.uid) >= s->core->cfg->max_regions)
 		status = -RP_ELIMIT_EXPORTS;
 	else
-		status = export_add(s->owner, r, req->name, req->access);
+		status = export_add(s->core, r, req->name, req->access);
 	return session_reply(s, h, status, NULL, 0, NULL, 0);
 }
 
@@ -331,49 +158,58 @@ static int handle_unexport(struct session *s, const struct rp_hdr *h,
 	int status = -EINVAL;
 
 	if (name_valid(req->name, sizeof(req->name)) && !req->access)
-		status = export_remove(s->owner, s, h, req->region, req->name);
-	if (status == 1)
+		status = export_remove(s->core, s, h, req->region, req->name);
+	if (status == EXPORT_DRAINING)
 		return 0; /* answered when the export's MR is gone */
 	return session_reply(s, h, status, NULL, 0, NULL, 0);
 }
 
-static bool peer_is_local(struct session *s, const char *peer)
+enum peer_where {
+	PEER_HERE,  /* this node */
+	PEER_THERE, /* a configured peer */
+};
+
+/* Where @peer is: enum peer_where, or -RP_EPEERUNKNOWN. */
+static int peer_where(struct session *s, const char *peer)
 {
-	return !peer[0] || !strcmp(peer, s->owner->m->cfg->node_name);
+	struct core *c = s->core;
+
+	if (!peer[0] || !strcmp(peer, c->cfg->node_name))
+		return PEER_HERE;
+	if (!c->peer_ops || c->peer_ops->known(c->peers, peer) < 0)
+		return -RP_EPEERUNKNOWN;
+	return PEER_THERE;
 }
 
-int session_peer_local(struct session *s, const char *peer)
+/* REMOTE_OPEN and DEST_OPEN name a peer and a name: both must be valid. */
+static int name_req_where(struct session *s, const struct rp_name_req *req)
 {
-	if (peer_is_local(s, peer))
-		return 0;
-	return peers_known(s->owner->m, peer) < 0 ? -RP_EPEERUNKNOWN : 1;
+	if (!name_valid(req->name, sizeof(req->name)) ||
+	    (req->peer[0] && !name_valid(req->peer, sizeof(req->peer))))
+		return -EINVAL;
+	return peer_where(s, req->peer);
 }
 
 static int handle_remote_open(struct session *s, const struct rp_hdr *h,
 			      const struct rp_name_req *req)
 {
+	struct core *c = s->core;
 	struct rp_remote_reply rep = { 0 };
 	struct export *e = NULL;
-	int status;
+	int status = name_req_where(s, req);
 
-	if (!name_valid(req->name, sizeof(req->name)) ||
-	    (req->peer[0] && !name_valid(req->peer, sizeof(req->peer))))
-		status = -EINVAL;
-	else
-		status = session_peer_local(s, req->peer);
-	if (status == 1) {
+	if (status == PEER_THERE) {
 		/* Another daemon: the reply is sent when its LOOKUP answers. */
-		status = peers_remote_open(s, h, req->peer, req->name);
+		status = c->peer_ops->remote_open(c->peers, s, h, req->peer, req->name);
 		if (status == 0)
 			return 0;
-	}
-	if (status == 0) {
-		e = export_find(s->owner, req->name);
+	} else if (status == PEER_HERE) {
+		e = export_find(c, req->name);
 		status = e ? idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id)
 			   : -RP_ENOEXPORT;
 	}
 	if (status == 0) {
-		e->refs++;
+		export_ref(e);
 		rep.access = e->access;
 		rep.len = e->region->len;
 	}
@@ -395,13 +231,13 @@ static int handle_ep_bind(struct session *s, const struct rp_hdr *h, const struc
 	int status = -EINVAL;
 
 	if (name_valid(req->name, sizeof(req->name)))
-		status = endpoint_bind(s->owner, s, req->name, &rep.id);
+		status = endpoint_bind(s, req->name, &rep.id);
 	return session_reply(s, h, status, &rep, sizeof(rep), NULL, 0);
 }
 
 static int handle_ep_unbind(struct session *s, const struct rp_hdr *h, const struct rp_id *req)
 {
-	int status = endpoint_unbind(s->owner, s, req->id, true);
+	int status = endpoint_unbind(s, req->id);
 
 	return session_reply(s, h, status, NULL, 0, NULL, 0);
 }
@@ -410,85 +246,28 @@ static int handle_dest_open(struct session *s, const struct rp_hdr *h,
 			    const struct rp_name_req *req)
 {
 	struct rp_id rep = { 0 };
-	char *name = NULL;
-	int status;
+	struct dest *d = NULL;
+	int status = name_req_where(s, req);
 
-	if (!name_valid(req->name, sizeof(req->name)) ||
-	    (req->peer[0] && !name_valid(req->peer, sizeof(req->peer))))
-		status = -EINVAL;
-	else
-		status = session_peer_local(s, req->peer);
-	if (status == 1) {
-		/* "PEER/ENDPOINT": sends go to that peer (xfer.c do_send). */
-		status = asprintf(&name, "%s/%s", req->peer, req->name) < 0 ? -ENOMEM : 0;
-		name = status ? NULL : name;
-		if (status == 0)
-			status = idtab_add(&s->dests, name, MAX_SESSION_HANDLES, &rep.id);
-		if (status < 0)
-			free(name);
-	} else if (status == 0) {
-		name = strdup(req->name);
-		status = name ? idtab_add(&s->dests, name, MAX_SESSION_HANDLES, &rep.id) : -ENOMEM;
-		if (status < 0)
-			free(name);
+	if (status >= 0) {
+		d = calloc(1, sizeof(*d));
+		status = d ? idtab_add(&s->dests, d, MAX_SESSION_HANDLES, &rep.id) : -ENOMEM;
 	}
+	if (status == 0) {
+		/* Resolved once: sends by id never parse names again. */
+		d->remote = name_req_where(s, req) == PEER_THERE;
+		if (d->remote)
+			memcpy(d->peer, req->peer, sizeof(d->peer));
+		memcpy(d->endpoint, req->name, sizeof(d->endpoint));
+		d = NULL;
+	}
+	free(d);
 	return session_reply(s, h, status, &rep, sizeof(rep), NULL, 0);
-}
-
-/* Exact body sizes per request type: anything else is malformed. */
-static long body_size(uint16_t type)
-{
-	switch (type) {
-	case RP_MSG_HELLO:
-		return sizeof(struct rp_hello);
-	case RP_MSG_STATUS:
-		return 0;
-	case RP_MSG_REGION_REG:
-		return sizeof(struct rp_region_reg);
-	case RP_MSG_REGION_FREE:
-	case RP_MSG_REMOTE_CLOSE:
-	case RP_MSG_EP_UNBIND:
-		return sizeof(struct rp_id);
-	case RP_MSG_EXPORT:
-	case RP_MSG_UNEXPORT:
-		return sizeof(struct rp_export_req);
-	case RP_MSG_REMOTE_OPEN:
-	case RP_MSG_DEST_OPEN:
-		return sizeof(struct rp_name_req);
-	case RP_MSG_EP_BIND:
-		return sizeof(struct rp_ep_req);
-	default:
-		return admin_body_size(type);
-	}
-}
-
-int session_validate(const struct rp_hdr *h, size_t n, int nfds, const char **why)
-{
-	long want;
-
-	if (n < sizeof(*h) || h->len != n) {
-		*why = "malformed message header";
-		return -EPROTO;
-	}
-	want = body_size(h->type);
-	if (want < 0 || h->flags || h->status || n - sizeof(*h) != (size_t)want) {
-		*why = want < 0 ? "unknown message type" : "malformed message";
-		return -EPROTO;
-	}
-	if (nfds != (h->type == RP_MSG_REGION_REG ? 1 : 0)) {
-		*why = nfds ? "file descriptor(s) sent with a message that takes none, or more "
-			      "than one"
-			    : "region registration without its file descriptor";
-		return -EPROTO;
-	}
-	return 0;
 }
 
 static int dispatch_ready(struct session *s, const struct rp_hdr *h, const void *body, int fd)
 {
 	switch (h->type) {
-	case RP_MSG_STATUS:
-		return handle_status(s, h);
 	case RP_MSG_REGION_REG:
 		return handle_region_reg(s, h, body, fd);
 	case RP_MSG_REGION_FREE:
@@ -508,7 +287,7 @@ static int dispatch_ready(struct session *s, const struct rp_hdr *h, const void 
 	case RP_MSG_DEST_OPEN:
 		return handle_dest_open(s, h, body);
 	default:
-		return (h->type & 0xff00) == 0x0800 ? admin_dispatch(s, h, body) : -EPROTO;
+		return -EPROTO; /* admin requests never come here (ctl_is_admin) */
 	}
 }
 
@@ -539,7 +318,7 @@ static void drop_region(struct session *s, void *p, uint32_t id)
 {
 	struct region *r = p;
 
-	export_remove_region(s->owner, r);
+	export_remove_region(s->core, r);
 	r->s = NULL;
 	region_unref(r);
 }
@@ -551,7 +330,7 @@ static void drop_remote(struct session *s, void *p, uint32_t id)
 
 static void drop_endpoint(struct session *s, void *p, uint32_t id)
 {
-	endpoint_unbind(s->owner, s, id, false);
+	endpoint_unbind(s, id);
 }
 
 static void drop_dest(struct session *s, void *p, uint32_t id)
@@ -561,7 +340,7 @@ static void drop_dest(struct session *s, void *p, uint32_t id)
 
 void session_release(struct session *s)
 {
-	struct clients *c = s->owner;
+	struct core *c = s->core;
 
 	s->dead = true;
 	/* Endpoints first: their posted receives reference regions. */
@@ -570,7 +349,6 @@ void session_release(struct session *s)
 	release_table(s, &s->dests, drop_dest);
 	release_table(s, &s->regions, drop_region);
 	rings_free(&s->rings);
-	admin_session_release(s);
 	if (s->acct) {
 		s->acct->conns--;
 		acct_put(c, s->acct);

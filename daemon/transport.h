@@ -2,11 +2,12 @@
 /*
  * The interface between the peer layer (peer*.c: peer state machine,
  * handshake, control protocol, lookups, op tracking, exactly-once reports)
- * and a transport (tcp_transport.c, verbs_peer.c: moving bytes between two
+ * and a transport (tcp_uv.c + tcp_stream.c, verbs_peer*.c: moving bytes between two
  * daemons). A transport implements struct transport_ops; the peer layer
  * implements the peer_x_*() up-calls declared at the end. Everything runs on
- * the manager's one libuv loop: no call here blocks, no call is made from
- * another thread.
+ * the manager's one loop: no call here blocks, no call is made from another
+ * thread. The loop glue makes the transports (tcp_uv.h, verbs_transport_new
+ * below) and hands them to the peer layer (peers_new).
  *
  * Objects
  *   struct transport   one per kind per daemon (tcp, verbs), made by the
@@ -49,13 +50,14 @@
  *     -RP_EUNEXPORTED, -RP_ESTALE, -RP_ENOENDPOINT, -RP_ENORECV,
  *     -RP_ERECVSMALL, -RP_ENOTIFYSPACE...);
  *   - or nothing, and the op is still outstanding when peer_x_failed() is
- *     called: the peer layer then reports it -RP_EOUTCOME if op->posted is
- *     set (something may have reached the far side) or -RP_EPEERDOWN if not
- *     (it certainly did not happen). A transport sets op->posted before the
- *     first byte of the op can leave (tcp: before uv_write(); verbs: before
- *     ibv_post_send()). A flush error seen before peer_x_failed() may also
- *     be reported directly with peer_x_op_done(op, -RP_EOUTCOME) or
- *     (never posted) -RP_EPEERDOWN.
+ *     called: the peer layer then reports it -RP_EOUTCOME if op->fate is
+ *     PEER_OP_POSTED (something may have reached the far side) or
+ *     -RP_EPEERDOWN if not (it certainly did not happen). A transport sets
+ *     op->fate = PEER_OP_POSTED before the first byte of the op can leave
+ *     (tcp: before it is queued for writing; verbs: before ibv_post_send()).
+ *     A flush error seen before peer_x_failed() may also be reported
+ *     directly with peer_x_op_done(op, -RP_EOUTCOME) or (never posted)
+ *     -RP_EPEERDOWN.
  *   A synchronous failure of ops->submit (negative return) means the
  *   transport did not take the op; the peer layer reports it itself, except
  *   -EAGAIN: the connection is failing after the far side refused a request
@@ -78,8 +80,8 @@
  *   still in flight) or 5 s pass; a withdrawal therefore never sends a
  *   one-sided op into a deregistered MR. If one still does (the peer was
  *   away longer), the exporter's device refuses it, the QP fails, that op
- *   is reported -RP_EUNEXPORTED (op->refused), and the ops flushed behind
- *   it are replayed on the next link (op->replay).
+ *   is reported -RP_EUNEXPORTED (PEER_OP_REFUSED), and the ops flushed behind
+ *   it are replayed on the next link (PEER_OP_FLUSHED).
  *   Blobs never reach clients: they hold opaque handles only.
  *
  * Incarnations
@@ -97,7 +99,9 @@
 
 #include "rp-proto.h" /* RP_NAME_MAX, RP_E* */
 
-struct manager;
+struct config;
+struct evloop;
+struct rdev;
 struct region;
 struct export;
 struct transport;
@@ -116,6 +120,27 @@ enum peer_op_kind {
 };
 
 #define PEER_OP_F_NOTIFY 0x1u /* WRITE: exporter's client gets RP_OP_NOTIFY with imm */
+
+/* What is known of an op's execution when its link fails (set by the transport). */
+enum peer_op_fate {
+	PEER_OP_QUEUED, /* nothing of it can have reached the wire */
+	PEER_OP_POSTED, /* set before any of it may reach the wire: it may have happened */
+	/*
+	 * Posted, but none of it executed after all (verbs: every WR of it was
+	 * flushed behind a request the far side refused, which executes nothing
+	 * after it). The peer layer holds the op and submits it again on the
+	 * peer's next link instead of failing it.
+	 */
+	PEER_OP_FLUSHED,
+	/*
+	 * The far device refused this op itself (verbs: remote access error on a
+	 * WRITE/READ checked here against the export). It is not sent again:
+	 * once the peer is back, the same incarnation means the export's MR is
+	 * gone (-RP_EUNEXPORTED), a new one that the peer restarted (it was
+	 * dying) (-RP_EPEERDOWN).
+	 */
+	PEER_OP_REFUSED,
+};
 
 /*
  * One outgoing operation. The peer layer fills the first block and keeps the
@@ -140,22 +165,7 @@ struct peer_op {
 	char endpoint[RP_NAME_MAX];    /* SEND: remote endpoint name */
 
 	/* Owned by the transport. */
-	bool posted;	     /* set before any of it may reach the wire */
-	/*
-	 * Set with posted still true: none of it executed after all (verbs: every
-	 * WR of it was flushed behind a request the far side refused, which
-	 * executes nothing after it). The peer layer then holds the op and
-	 * submits it again on the peer's next link instead of failing it.
-	 */
-	bool replay;
-	/*
-	 * Set with replay: the far device refused this op itself (verbs: remote
-	 * access error on a WRITE/READ checked here against the export). It is
-	 * not sent again: once the peer is back, the same incarnation means
-	 * the export's MR is gone (-RP_EUNEXPORTED), a new one that the peer
-	 * restarted (it was dying) (-RP_EPEERDOWN).
-	 */
-	bool refused;
+	enum peer_op_fate fate;
 	uint64_t scratch[6]; /* transport-private (wr_id, queue links, ...) */
 };
 
@@ -245,15 +255,17 @@ struct transport_ops {
 /* The common head of every transport; implementations embed it first. */
 struct transport {
 	const struct transport_ops *ops;
-	struct manager *m;
 	void *owner; /* the peer layer's */
 };
 
-/* Constructors. The verbs one is weak so the daemon links without it. */
-int tcp_transport_new(struct manager *m, struct transport **ret);
-__attribute__((weak)) int verbs_transport_new(struct manager *m, struct transport **ret);
+/*
+ * The verbs transport on the daemon's device (the tcp one is loop glue:
+ * tcp_uv.h). 0, or <0 with the reason logged.
+ */
+int verbs_transport_new(struct rdev *d, const struct config *cfg, uint64_t incarnation,
+			struct evloop *ev, struct transport **ret);
 
-/* ---- Up-calls into the peer layer (implemented in peer.c). ---- */
+/* ---- Up-calls into the peer layer (peers.c, peer_data.c). ---- */
 
 /* Inbound connection from @addr ("HOST:PORT"): the link to use, or NULL to refuse it. */
 struct peer_link *peer_x_accepted(struct transport *t, struct xconn *x, const char *addr);

@@ -38,10 +38,10 @@
 #include <string.h>
 
 #include "config.h"
+#include "core.h"
 #include "log.h"
-#include "session.h"
 #include "verbs_local.h"
-#include "verbs_peer.h"
+#include "verbs_peer_io.h"
 #include "vx.h"
 
 #define VP_MIN_RNR_TIMER 12 /* 0.64 ms */
@@ -50,14 +50,6 @@
 #define VP_FLUSH_MS 3000
 #define VP_BACKLOG 64
 #define VP_RD_ATOMIC_MAX 16
-
-static const char *state_name(enum vc_state s)
-{
-	static const char *const n[] = { "resolving address", "resolving route", "connecting",
-					 "accepting", "up", "failing", "dead" };
-
-	return s <= VC_DEAD ? n[s] : "?";
-}
 
 static void fmt_addr(const struct sockaddr *sa, char *buf, size_t len)
 {
@@ -82,35 +74,6 @@ static void fmt_addr(const struct sockaddr *sa, char *buf, size_t len)
 }
 
 /* ---- Failure and teardown ---- */
-
-void vc_fail(struct vconn *c, int err, const char *fmt, ...)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-	enum vc_state was = c->state;
-	va_list ap;
-
-	if (c->state >= VC_FAILING)
-		return;
-	c->state = VC_FAILING;
-	c->err = err < 0 ? err : -EIO;
-	va_start(ap, fmt);
-	vsnprintf(c->why, sizeof(c->why), fmt, ap);
-	va_end(ap);
-	c->fail_ms = vp_now_ms(c->t->g);
-	log_debug("verbs peer %s: %s (was %s)", c->addr, c->why, state_name(was));
-	/* Every posted WR now completes (flushed) through the CQ. */
-	if (c->qp)
-		vx_modify_qp(c->qp, &a, IBV_QP_STATE);
-	if (c->id && was >= VC_CONNECT)
-		vx_rdma_disconnect(c->id); /* DREQ: the far side learns at once */
-	vp_glue_kick(c->t->g);
-}
-
-void vc_reap_soon(struct vconn *c)
-{
-	if (vc_io_flushed(c))
-		vp_glue_kick(c->t->g);
-}
 
 static void unlink_conn(struct vconn *c)
 {
@@ -151,16 +114,17 @@ static void conn_destroy(struct vconn *c)
 	free(c);
 }
 
-bool vp_on_tick(struct vtransport *t)
+/* Deadlines and teardown; true while some connection still needs the tick. */
+static bool on_tick_work(struct vtransport *t)
 {
-	uint64_t now = vp_now_ms(t->g);
+	uint64_t now = ev_now_ms(t->ev);
 	struct vconn *c, *next;
 	bool again = false;
 
 	for (c = t->conns; c; c = next) {
 		next = c->next;
 		if (c->state < VC_UP && now >= c->deadline_ms)
-			vc_fail(c, -ETIMEDOUT, "timed out %s after %u ms", state_name(c->state),
+			vc_fail(c, -ETIMEDOUT, "timed out %s after %u ms", vc_state_name(c->state),
 				VP_CONNECT_MS);
 		/* The loop may no longer watch the CQ (shutdown): look ourselves. */
 		if (c->state == VC_FAILING && !vc_io_flushed(c))
@@ -185,15 +149,6 @@ bool vp_on_tick(struct vtransport *t)
 	return again;
 }
 
-void vp_on_flush(struct vtransport *t)
-{
-	struct vconn *c;
-
-	for (c = t->conns; c; c = c->next)
-		if (c->kick)
-			vc_kick(c);
-}
-
 /* ---- Connection objects ---- */
 
 static int conn_new(struct vtransport *t, struct rdma_cm_id *id, bool outbound,
@@ -208,7 +163,7 @@ static int conn_new(struct vtransport *t, struct rdma_cm_id *id, bool outbound,
 	c->outbound = outbound;
 	c->sq = t->sq_depth;
 	c->rq = t->rq_depth;
-	c->deadline_ms = vp_now_ms(t->g) + VP_CONNECT_MS;
+	c->deadline_ms = ev_now_ms(t->ev) + VP_CONNECT_MS;
 	c->next = t->conns;
 	t->conns = c;
 	*ret = c;
@@ -432,7 +387,7 @@ static int vp_connect(struct transport *xt, const char *host, uint16_t port,
 		vx_rdma_destroy_id(id);
 		goto out_free;
 	}
-	vp_glue_kick(t->g); /* deadline ticks */
+	vc_tick_soon(t); /* deadline ticks */
 	*ret = (struct xconn *)c;
 out_free:
 	freeaddrinfo(ai);
@@ -504,7 +459,7 @@ static bool on_request(struct vtransport *t, struct rdma_cm_event *ev)
 		r = vx_rdma_accept(id, &p);
 	if (r < 0)
 		vc_fail(c, r, "accepting (QP to RTR, rdma_accept): %s", strerror(-r));
-	vp_glue_kick(t->g);
+	vc_tick_soon(t);
 	return false;
 
 out_reject:
@@ -605,7 +560,7 @@ static void conn_event(struct vconn *c, struct rdma_cm_event *ev)
 	}
 }
 
-void vp_on_cm(struct vtransport *t)
+static void on_cm_events(struct vtransport *t)
 {
 	struct rdma_cm_event *ev;
 	int r;
@@ -621,7 +576,7 @@ void vp_on_cm(struct vtransport *t)
 				log_err("verbs transport: the RDMA device was removed; no longer "
 					"accepting peers");
 				t->listen_dead = true;
-				vp_glue_kick(t->g);
+				vc_tick_soon(t);
 			}
 		} else if (ev->id->context) {
 			conn_event(ev->id->context, ev);
@@ -677,6 +632,8 @@ out_free:
 	return r;
 }
 
+static void vp_free(struct transport *xt);
+
 static const char *vp_remote_addr(const struct xconn *x)
 {
 	return ((const struct vconn *)x)->addr;
@@ -704,21 +661,6 @@ static int vp_open_access(struct xconn *x)
 	return vx_modify_qp(c->qp, &a, IBV_QP_ACCESS_FLAGS);
 }
 
-static int vp_send_ctrl(struct xconn *x, const void *msg, size_t len)
-{
-	return vc_send_ctrl((struct vconn *)x, msg, len);
-}
-
-static int vp_submit(struct xconn *x, struct peer_op *op)
-{
-	return vc_submit((struct vconn *)x, op);
-}
-
-static int vp_revoke(struct xconn *x, uint64_t export_id, const void *ack, size_t len)
-{
-	return vc_revoke((struct vconn *)x, export_id, ack, len);
-}
-
 static int vp_export_info(struct transport *xt, struct export *e, void *buf, size_t cap)
 {
 	struct vp_xinfo xi = { 0 };
@@ -736,32 +678,27 @@ static int vp_export_info(struct transport *xt, struct export *e, void *buf, siz
 	return sizeof(xi);
 }
 
-const struct transport_ops vp_ops = {
+static const struct transport_ops vp_ops = {
 	.name = "verbs",
 	.listen = vp_listen,
 	.connect = vp_connect,
 	.remote_addr = vp_remote_addr,
 	.close = vp_close,
 	.open_access = vp_open_access,
-	.send_ctrl = vp_send_ctrl,
-	.submit = vp_submit,
+	.send_ctrl = vc_send_ctrl,
+	.submit = vc_submit,
 	.export_info = vp_export_info,
-	.revoke = vp_revoke,
+	.revoke = vc_revoke,
 	.free = vp_free,
 };
-
-int vp_cm_fd(const struct vtransport *t)
-{
-	return t->ch->fd;
-}
 
 static uint32_t min_u32(uint32_t a, uint32_t b)
 {
 	return a < b ? a : b;
 }
 
-int vp_init(struct vtransport *t, struct rdev *d, const struct config *cfg, uint64_t incarnation,
-	    char *why, size_t whylen)
+static int vp_init(struct vtransport *t, struct rdev *d, const struct config *cfg,
+		   uint64_t incarnation, char *why, size_t whylen)
 {
 	struct ibv_device_attr da;
 	int fl, r;
@@ -805,7 +742,7 @@ int vp_init(struct vtransport *t, struct rdev *d, const struct config *cfg, uint
 }
 
 /* After every connection reported failed (transport.h); anything left is dropped quietly. */
-void vp_fini(struct vtransport *t)
+static void vp_fini(struct vtransport *t)
 {
 	t->freeing = true;
 	while (t->conns) {
@@ -822,4 +759,106 @@ void vp_fini(struct vtransport *t)
 	if (t->ch)
 		rdma_destroy_event_channel(t->ch);
 	t->ch = NULL;
+}
+
+/* ---- Loop callbacks (evloop.h) and the transport's life ---- */
+
+/*
+ * A callback working on the transport marks it busy: a conn_destroy() inside
+ * it can make the peer layer free the transport (the last link of a
+ * stopping daemon), which then only happens on the way out.
+ */
+static void free_now(struct vtransport *t)
+{
+	ev_watch_free(t->ev, t->cm_watch);
+	ev_timer_free(t->ev, t->tick);
+	ev_timer_free(t->ev, t->flush);
+	vp_fini(t);
+	free(t);
+}
+
+static bool leave(struct vtransport *t)
+{
+	if (--t->busy || !t->free_pending)
+		return false;
+	free_now(t);
+	return true;
+}
+
+static void vp_free(struct transport *xt)
+{
+	struct vtransport *t = (struct vtransport *)xt;
+
+	if (t->busy) {
+		t->free_pending = true;
+		return;
+	}
+	free_now(t);
+}
+
+static void on_cm(void *arg)
+{
+	struct vtransport *t = arg;
+
+	t->busy++;
+	on_cm_events(t);
+	leave(t);
+}
+
+/* While connections are being set up or torn down: look at them this often. */
+#define VP_TICK_MS 100
+
+static void on_tick(void *arg)
+{
+	struct vtransport *t = arg;
+	bool again;
+
+	t->busy++;
+	again = on_tick_work(t);
+	if (!leave(t) && again)
+		ev_timer_start(t->ev, t->tick, VP_TICK_MS, 0);
+}
+
+static void on_flush(void *arg)
+{
+	struct vtransport *t = arg;
+
+	t->busy++;
+	vc_flush(t);
+	leave(t);
+}
+
+int verbs_transport_new(struct rdev *d, const struct config *cfg, uint64_t incarnation,
+			struct evloop *ev, struct transport **ret)
+{
+	struct vtransport *t;
+	char why[256] = "";
+	int r;
+
+	if (!d)
+		return -ENODEV;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->t.ops = &vp_ops;
+	t->ev = ev;
+	r = vp_init(t, d, cfg, incarnation, why, sizeof(why));
+	if (r < 0) {
+		log_err("verbs transport: %s", why);
+		free(t);
+		return r;
+	}
+	r = ev_timer_new(ev, on_tick, t, &t->tick);
+	if (r == 0)
+		r = ev_timer_new(ev, on_flush, t, &t->flush);
+	if (r == 0)
+		r = ev_watch_new(ev, t->ch->fd, on_cm, t, &t->cm_watch);
+	if (r < 0) {
+		log_err("verbs transport: cannot watch the rdma_cm channel: %s", strerror(-r));
+		free_now(t);
+		return r;
+	}
+	log_info("verbs transport: %s", why);
+	*ret = &t->t;
+	return 0;
 }

@@ -2,7 +2,7 @@
 /*
  * The data path of one verbs peer connection: its RC QP on the daemon's PD
  * and shared CQ, send-queue slots, receive buffers, credits, post lists with
- * selective signalling, completions, and the messages of verbs_peer.h.
+ * selective signalling, completions, and the messages of verbs_peer_io.h.
  *
  * Flow control (nothing can overflow):
  *  - Send queue: a ring of c->sq slots; a WR is posted only into a free
@@ -30,9 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session.h" /* struct region */
+#include "core.h" /* struct region */
+#include "log.h"
 #include "verbs_local.h"
-#include "verbs_peer.h"
+#include "verbs_peer_io.h"
 #include "vx.h"
 
 /* Return credits explicitly once this many are owed and nothing else carries them. */
@@ -63,7 +64,61 @@ void vc_defer_kick(struct vconn *c)
 	if (c->state > VC_UP)
 		return;
 	c->kick = true;
-	vp_glue_defer(c->t->g);
+	ev_timer_start(c->t->ev, c->t->flush, 0, 0);
+}
+
+void vc_flush(void *transport)
+{
+	struct vtransport *t = transport;
+	struct vconn *c;
+
+	for (c = t->conns; c; c = c->next)
+		if (c->kick)
+			vc_kick(c);
+}
+
+void vc_tick_soon(struct vtransport *t)
+{
+	if (t->tick)
+		ev_timer_start(t->ev, t->tick, 0, 0);
+}
+
+const char *vc_state_name(enum vc_state s)
+{
+	static const char *const n[] = { "resolving address", "resolving route", "connecting",
+					 "accepting", "up", "failing", "dead" };
+
+	return s <= VC_DEAD ? n[s] : "?";
+}
+
+void vc_fail(struct vconn *c, int err, const char *fmt, ...)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	enum vc_state was = c->state;
+	va_list ap;
+
+	if (c->state >= VC_FAILING)
+		return;
+	c->state = VC_FAILING;
+	c->err = err < 0 ? err : -EIO;
+	va_start(ap, fmt);
+	vsnprintf(c->why, sizeof(c->why), fmt, ap);
+	va_end(ap);
+	c->fail_ms = ev_now_ms(c->t->ev);
+	log_debug("verbs peer %s: %s (was %s)", c->addr, c->why, vc_state_name(was));
+	/* Every posted WR now completes (flushed) through the CQ. */
+	if (c->qp)
+		vx_modify_qp(c->qp, &a, IBV_QP_STATE);
+	if (c->id && was >= VC_CONNECT)
+		vx_rdma_disconnect(c->id); /* DREQ: the far side learns at once */
+	vc_tick_soon(c->t);
+}
+
+/* A failing connection may have drained: the tick destroys it. */
+static void vc_reap_soon(struct vconn *c)
+{
+	if (vc_io_flushed(c))
+		vc_tick_soon(c->t);
 }
 
 /* ---- Op bookkeeping ---- */
@@ -130,7 +185,8 @@ static void op_report(struct vconn *c, struct peer_op *op, int status)
 	q_remove(&c->rwq, &c->rwq_tail, op);
 	q_remove(&c->sendq, &c->sendq_tail, op);
 	waiting_remove(c, op);
-	vpx(op)->flags |= VPX_ALL_POSTED | VPX_GOT_REPLY;
+	vpx(op)->flags |= VPX_ALL_POSTED;
+	vpx(op)->reply = VPX_ANSWERED;
 	peer_x_op_done(op, status);
 }
 
@@ -150,7 +206,7 @@ static void op_check(struct vconn *c, struct peer_op *op)
 		if (x->status) {
 			op_report(c, op, x->status);
 		} else if ((x->flags & VPX_ALL_POSTED) && !(x->flags & VPX_SOME_FAILED) &&
-			   (!(x->flags & VPX_REPLY) || (x->flags & VPX_GOT_REPLY))) {
+			   x->reply != VPX_AWAITING) {
 			/*
 			 * Every WR of it completed successfully before the QP
 			 * failed (unsignalled ones are implied by the next
@@ -162,7 +218,7 @@ static void op_check(struct vconn *c, struct peer_op *op)
 	}
 	if (!(x->flags & VPX_ALL_POSTED))
 		return;
-	if ((x->flags & VPX_REPLY) && !(x->flags & VPX_GOT_REPLY))
+	if (x->reply == VPX_AWAITING)
 		return;
 	op_report(c, op, x->status);
 }
@@ -184,7 +240,7 @@ static struct ibv_send_wr *wr_add(struct vconn *c, struct plist *pl, struct peer
 	wr->wr_id = (uintptr_t)&s->w;
 	wr->sg_list = &c->sgev[2 * pl->n];
 	if (op) {
-		op->posted = true;
+		op->fate = PEER_OP_POSTED;
 		vpx(op)->wrs++;
 	}
 	c->s_head++;
@@ -274,7 +330,6 @@ static void add_notify(struct vconn *c, struct plist *pl, struct peer_op *op)
 	};
 
 	x->slot = c->nfree[--c->nfree_n];
-	x->flags |= VPX_SLOT;
 	c->credits--; /* it consumes a receive on the far side */
 	memcpy(b, &nb, sizeof(nb));
 	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -307,9 +362,20 @@ static bool add_rw(struct vconn *c, struct plist *pl)
 	notify = last && (op->flags & PEER_OP_F_NOTIFY);
 	if (notify && (sq_free(c) < 2 || !may_send(c) || !c->nfree_n))
 		return false;
+	/*
+	 * At most VP_RW_WINDOW bytes of one-sided data in flight: a control
+	 * message (a keepalive reply, a withdrawal's confirmation) posted now
+	 * waits behind no more than that on this RC send queue.
+	 */
+	if (c->rw_posted >= VP_RW_WINDOW)
+		return false;
 	memcpy(&xi, op->xinfo, sizeof(xi));
 	q_pop(&c->rwq, &c->rwq_tail);
 	wr = wr_add(c, pl, op);
+	c->ss[(c->s_head - 1) % c->sq].bytes = (uint32_t)n;
+	c->rw_posted += n;
+	if (n >= VP_RW_SIGNAL_BYTES) /* the window frees piece by piece */
+		wr->send_flags |= IBV_SEND_SIGNALED;
 	wr->opcode = op->kind == PEER_OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
 	wr->wr.rdma.remote_addr = xi.addr + op->remote_off + x->done;
 	wr->wr.rdma.rkey = xi.rkey;
@@ -340,7 +406,7 @@ static bool add_send(struct vconn *c, struct plist *pl)
 	if (!op || !may_send(c))
 		return false;
 	x = vpx(op);
-	if (x->flags & VPX_GOT_REPLY) {
+	if (x->reply == VPX_ANSWERED) {
 		/* Refused early by the far side: the rest is not sent. */
 		q_pop(&c->sendq, &c->sendq_tail);
 		x->flags |= VPX_ALL_POSTED;
@@ -410,6 +476,8 @@ static void post_list(struct vconn *c, struct plist *pl)
 		if (s->op)
 			vpx(s->op)->wrs--;
 		s->op = NULL;
+		c->rw_posted -= s->bytes;
+		s->bytes = 0;
 	}
 	c->s_head -= pl->n - (bad ? (uint32_t)(bad - c->wrv) : 0);
 	vc_fail(c, r, "ibv_post_send: %s", strerror(-r));
@@ -457,8 +525,10 @@ static int msg_queue(struct vconn *c, uint8_t type, uint64_t id, const void *bod
 	return 0;
 }
 
-int vc_send_ctrl(struct vconn *c, const void *msg, size_t len)
+int vc_send_ctrl(struct xconn *x, const void *msg, size_t len)
 {
+	struct vconn *c = (struct vconn *)x;
+
 	if (len > PEER_CTRL_MAX)
 		return -EMSGSIZE;
 	if (c->state >= VC_FAILING)
@@ -481,8 +551,9 @@ static int check_rw(const struct peer_op *op)
 	return 0;
 }
 
-int vc_submit(struct vconn *c, struct peer_op *op)
+int vc_submit(struct xconn *xc, struct peer_op *op)
 {
+	struct vconn *c = (struct vconn *)xc;
 	struct vp_opx *x = vpx(op);
 	int r;
 
@@ -492,7 +563,8 @@ int vc_submit(struct vconn *c, struct peer_op *op)
 	    op->off > op->region->len || op->len > op->region->len - op->off)
 		return -EINVAL;
 	memset(x, 0, sizeof(*x));
-	op->posted = false;
+	x->slot = VPX_NO_SLOT;
+	op->fate = PEER_OP_QUEUED;
 	switch (op->kind) {
 	case PEER_OP_WRITE:
 	case PEER_OP_READ:
@@ -502,7 +574,7 @@ int vc_submit(struct vconn *c, struct peer_op *op)
 		if (op->flags & PEER_OP_F_NOTIFY) {
 			if (op->kind != PEER_OP_WRITE)
 				return -EINVAL;
-			x->flags |= VPX_REPLY;
+			x->reply = VPX_AWAITING;
 			x->id = ++c->next_id;
 		}
 		q_push(&c->rwq, &c->rwq_tail, op);
@@ -510,7 +582,7 @@ int vc_submit(struct vconn *c, struct peer_op *op)
 	case PEER_OP_SEND:
 		if (!memchr(op->endpoint, 0, sizeof(op->endpoint)))
 			return -EINVAL;
-		x->flags |= VPX_REPLY;
+		x->reply = VPX_AWAITING;
 		x->id = ++c->next_id;
 		q_push(&c->sendq, &c->sendq_tail, op);
 		break;
@@ -528,8 +600,9 @@ int vc_submit(struct vconn *c, struct peer_op *op)
  * until every earlier READ has its response, so by the time the far side
  * sees the ack none of our WRs can still touch the export's MR.
  */
-int vc_revoke(struct vconn *c, uint64_t export_id, const void *ack, size_t len)
+int vc_revoke(struct xconn *x, uint64_t export_id, const void *ack, size_t len)
 {
+	struct vconn *c = (struct vconn *)x;
 	struct peer_op *op, *next, *keep = NULL, *keep_tail = NULL, *gone = NULL;
 	int r;
 
@@ -546,7 +619,7 @@ int vc_revoke(struct vconn *c, uint64_t export_id, const void *ack, size_t len)
 		/* Not wholly posted (so its notification was not either): the rest never goes. */
 		vpx(op)->status = -RP_EUNEXPORTED;
 		vpx(op)->flags |= VPX_ALL_POSTED;
-		vpx(op)->flags &= (uint16_t)~VPX_REPLY;
+		vpx(op)->reply = VPX_NO_REPLY;
 		vpx(op)->next = gone;
 		gone = op;
 	}
@@ -594,6 +667,8 @@ static void retire(struct vconn *c, struct vp_sslot *s, const struct ibv_wc *wc,
 
 	s->op = NULL;
 	c->s_tail++;
+	c->rw_posted -= s->bytes;
+	s->bytes = 0;
 	if (!op)
 		return;
 	x = vpx(op);
@@ -605,10 +680,11 @@ static void retire(struct vconn *c, struct vp_sslot *s, const struct ibv_wc *wc,
 	} else if (wc->status == IBV_WC_WR_FLUSH_ERR) {
 		/*
 		 * Queued behind a refused WR: the far side executed none of it, so
-		 * the peer layer sends it again on the next link (op->replay).
+		 * the peer layer sends it again on the next link.
 		 */
-		if (c->remote_err && !(x->flags & VPX_SOME_DONE) && !x->status && !x->wrs)
-			op->replay = true;
+		if (c->remote_err && !(x->flags & VPX_SOME_DONE) && !x->status && !x->wrs &&
+		    op->fate != PEER_OP_REFUSED)
+			op->fate = PEER_OP_FLUSHED;
 	} else if (wc->status == IBV_WC_REM_ACCESS_ERR && op->kind != PEER_OP_SEND &&
 		   !(x->flags & VPX_SOME_DONE) && !x->status) {
 		/*
@@ -616,9 +692,9 @@ static void retire(struct vconn *c, struct vp_sslot *s, const struct ibv_wc *wc,
 		 * against the export's bounds and access, on an MR with exactly
 		 * that access: the MR is gone. Either the export was withdrawn or
 		 * the peer daemon is dying; the peer layer tells which once the
-		 * peer is back (op->refused).
+		 * peer is back.
 		 */
-		op->replay = op->refused = true;
+		op->fate = PEER_OP_REFUSED;
 	} else if (!x->status) {
 		x->status = wc_op_status(wc->status);
 	}
@@ -639,13 +715,6 @@ static void on_send_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 			wc->opcode == IBV_WC_RDMA_READ	  ? "RDMA READ"
 			: wc->opcode == IBV_WC_RDMA_WRITE ? "RDMA WRITE"
 							  : "work request");
-	/*
-	 * A successful completion is the far side's acknowledgement: it is alive
-	 * even when its own messages (keepalive replies) wait behind a large
-	 * transfer on its send queue.
-	 */
-	if (wc->status == IBV_WC_SUCCESS && c->link)
-		peer_x_alive(c->link);
 	/* In order: everything before @s completed successfully. */
 	do {
 		t = &c->ss[c->s_tail % c->sq];
@@ -695,11 +764,11 @@ static int on_reply(struct vconn *c, const struct vp_hdr *h, const uint8_t *body
 	if ((h->type == VP_SEND_R) != (op->kind == PEER_OP_SEND))
 		return -EPROTO;
 	waiting_remove(c, op);
-	vpx(op)->flags |= VPX_GOT_REPLY;
-	if (vpx(op)->flags & VPX_SLOT) {
+	vpx(op)->reply = VPX_ANSWERED;
+	if (vpx(op)->slot != VPX_NO_SLOT) {
 		/* The far side read the descriptor before it answered: the slot is free. */
-		vpx(op)->flags &= (uint16_t)~VPX_SLOT;
 		c->nfree[c->nfree_n++] = vpx(op)->slot;
+		vpx(op)->slot = VPX_NO_SLOT;
 	}
 	if (st.status && !vpx(op)->status)
 		vpx(op)->status = st.status;
@@ -735,7 +804,7 @@ static int send_first(struct vconn *c, const struct vp_hdr *h, const struct vp_s
 {
 	int r;
 
-	if (c->rx_state == 1)
+	if (c->rx_state == VC_RX_ACTIVE)
 		return -EPROTO; /* the previous message did not end */
 	if (!memchr(s->endpoint, 0, sizeof(s->endpoint)) || s->total > UINT32_MAX || s->off)
 		return -EPROTO;
@@ -746,7 +815,7 @@ static int send_first(struct vconn *c, const struct vp_hdr *h, const struct vp_s
 	c->rx_id = h->id;
 	c->rx_off = 0;
 	r = peer_x_rx_begin(c->link, &c->rx);
-	c->rx_state = r < 0 ? r : 1;
+	c->rx_state = r < 0 ? VC_RX_REFUSED : VC_RX_ACTIVE;
 	if (r < 0) /* refuse now: the sender stops posting the rest */
 		rx_reply(c, VP_SEND_R, h->id, r);
 	return 0;
@@ -766,10 +835,10 @@ static int on_send(struct vconn *c, const struct vp_hdr *h, const uint8_t *body)
 		r = send_first(c, h, &s);
 		if (r < 0)
 			return r;
-	} else if (!c->rx_state || h->id != c->rx_id) {
+	} else if (c->rx_state == VC_RX_NONE || h->id != c->rx_id) {
 		return -EPROTO;
 	}
-	if (c->rx_state == 1) {
+	if (c->rx_state == VC_RX_ACTIVE) {
 		/* The one copy on the receiving side: buffer -> the client's posted receive. */
 		if (s.off != c->rx_off || n > c->rx.len - c->rx_off)
 			return -EPROTO;
@@ -778,13 +847,13 @@ static int on_send(struct vconn *c, const struct vp_hdr *h, const uint8_t *body)
 	}
 	if (!(h->flags & VP_F_LAST))
 		return 0;
-	if (c->rx_state == 1) {
+	if (c->rx_state == VC_RX_ACTIVE) {
 		if (c->rx_off != c->rx.len)
 			return -EPROTO;
-		c->rx_state = 0;
+		c->rx_state = VC_RX_NONE;
 		rx_reply(c, VP_SEND_R, h->id, peer_x_rx_end(c->link, &c->rx, 0));
 	}
-	c->rx_state = 0;
+	c->rx_state = VC_RX_NONE;
 	return 0;
 }
 
@@ -981,17 +1050,18 @@ int vc_io_new(struct vconn *c, char *why, size_t whylen)
 static void mark_replay(struct peer_op *q)
 {
 	for (; q; q = vpx(q)->next)
-		if (!(vpx(q)->flags & VPX_SOME_DONE) && !vpx(q)->status)
-			q->replay = true;
+		if (!(vpx(q)->flags & VPX_SOME_DONE) && !vpx(q)->status &&
+		    q->fate != PEER_OP_REFUSED)
+			q->fate = PEER_OP_FLUSHED;
 }
 
 void vc_io_forget(struct vconn *c)
 {
 	struct vp_msg *m;
 
-	if (c->rx_state == 1 && c->link)
+	if (c->rx_state == VC_RX_ACTIVE && c->link)
 		peer_x_rx_end(c->link, &c->rx, -ECONNRESET);
-	c->rx_state = 0;
+	c->rx_state = VC_RX_NONE;
 	/*
 	 * Ops still here are the peer layer's to report (posted: -RP_EOUTCOME).
 	 * After a refusal by the far side nothing behind it executed: ops that

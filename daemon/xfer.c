@@ -1,327 +1,74 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The data path of a session: its rings, and the operations taken from
- * them. Submissions are copied out of shared memory before anything looks at
- * them. Every accepted submission first reserves a completion slot, so the
- * completion ring can never overflow; notifications and receive completions
- * for other sessions reserve a slot there or fail the operation.
+ * The data path of a session: draining its submission ring into
+ * operations. Submissions are copied out of shared memory before anything
+ * looks at them; each reserves its completion slot first and becomes an
+ * operation (op.c) that ends exactly once.
  *
- * On the tcp transport the local path copies between the mapped regions; on
- * verbs it is a real RDMA WRITE or READ through the loopback RC QP, and the
- * op keeps its session, regions and export alive until the device reports.
+ * Between two regions of this host the transfer is a copy on the tcp
+ * transport and a real RDMA WRITE or READ through the loopback RC QP on
+ * verbs; to another daemon's export or endpoint it goes to the peer layer.
  */
-#include "session.h"
+#include "core.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-#include "admin.h"
-#include "manager.h"
 #include "memguard.h"
-#include "peer.h"
 #include "verbs_local.h"
 
 /* Submissions handled per call before yielding the loop to other clients. */
 #define XFER_BATCH 512
 
-int rings_new(struct rings *r)
+/* Between two regions of this host, without the device: a copy. */
+static int local_copy(struct op *op)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t size = (rp_ring_bytes(RP_RING_SQ_ENTRIES, RP_RING_CQ_ENTRIES) + page - 1) & ~(page - 1);
-	int err;
+	const struct rp_sqe *q = &op->q;
+	bool wr = q->opcode == RP_SQE_WRITE;
+	char *l = (char *)op->region->addr + q->offset;
+	char *rm = (char *)op->e->region->addr + q->remote_offset;
+	int r;
 
-	r->memfd = memfd_create("rdmaproxy-rings", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (r->memfd < 0)
-		return -errno;
-	/* Sealed so a client cannot shrink it under the daemon's mapping (SIGBUS). */
-	if (ftruncate(r->memfd, (off_t)size) < 0 ||
-	    fcntl(r->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-		goto out_errno;
-	r->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->memfd, 0);
-	if (r->base == MAP_FAILED) {
-		r->base = NULL;
-		goto out_errno;
+	if (wr && (q->flags & RP_NOTIFY)) {
+		r = notify_reserve(op);
+		if (r < 0)
+			return r;
 	}
-	r->size = size;
-	rp_ring_view_init(&r->v, r->base, size, RP_RING_SQ_ENTRIES, RP_RING_CQ_ENTRIES);
-	r->v.info->magic = RP_RING_MAGIC;
-	r->v.info->sq_entries = RP_RING_SQ_ENTRIES;
-	r->v.info->cq_entries = RP_RING_CQ_ENTRIES;
-	r->v.info->size = size;
-	/* The daemon starts asleep: the first submission must ring. */
-	rp_ring_arm(r->v.sq, RP_RING_NEED_WAKEUP);
-	r->sq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	r->cq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (r->sq_efd < 0 || r->cq_efd < 0)
-		goto out_errno;
-	return 0;
-
-out_errno:
-	err = -errno;
-	rings_free(r);
-	return err;
+	/* memmove: a client may target its own exported region. */
+	return wr ? guarded_memmove(rm, l, q->len) : guarded_memmove(l, rm, q->len);
 }
 
-static void close_fd(int *fd)
+/* Through the loopback QP: OP_PENDING (reported by op_verbs_done()) or <0. */
+static int local_verbs(struct op *op)
 {
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-void rings_free(struct rings *r)
-{
-	if (r->base)
-		munmap(r->base, r->size);
-	r->base = NULL;
-	close_fd(&r->memfd);
-	close_fd(&r->sq_efd);
-	close_fd(&r->cq_efd);
-}
-
-int xfer_reserve(struct session *s)
-{
-	struct rings *r = &s->rings;
-	int64_t used;
-
-	if (s->dead || !r->base)
-		return -ENOSPC;
-	used = rp_ring_count(r->cq_tail, rp_ring_load(&r->v.cq->consumer), r->v.cq_entries);
-	if (used < 0)
-		return -EPROTO;
-	if ((uint64_t)used + r->cq_reserved >= r->v.cq_entries)
-		return -ENOSPC;
-	r->cq_reserved++;
-	return 0;
-}
-
-void xfer_complete(struct session *s, const struct rp_cqe *cqe)
-{
-	struct rings *r = &s->rings;
-	uint64_t one = 1;
-
-	if (r->cq_reserved)
-		r->cq_reserved--;
-	if (s->dead || !r->base)
-		return;
-	r->v.cqes[r->cq_tail & (r->v.cq_entries - 1)] = *cqe;
-	r->cq_tail++;
-	rp_ring_store(&r->v.cq->producer, r->cq_tail);
-	if (rp_ring_take_wakeup(r->v.cq, RP_RING_NEED_WAKEUP) &&
-	    write(r->cq_efd, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is saturated, so the client is awake anyway. */
-	}
-}
-
-static uint16_t sqe_op(uint16_t opcode)
-{
-	switch (opcode) {
-	case RP_SQE_WRITE:
-		return RP_OP_WRITE;
-	case RP_SQE_READ:
-		return RP_OP_READ;
-	case RP_SQE_SEND:
-		return RP_OP_SEND;
-	default:
-		return RP_OP_RECV;
-	}
-}
-
-/* One op done: post its completion in the slot it reserved. */
-static void op_report(struct session *s, struct uid_acct *a, const struct rp_sqe *q, int status,
-		      uint32_t len)
-{
-	struct rp_cqe cqe = {
-		.cookie = q->cookie,
-		.len = status ? 0 : len,
-		.status = status,
-		.op = sqe_op(q->opcode),
-	};
-
-	a->inflight--;
-	admin_count_op(s, cqe.op, status, cqe.len);
-	xfer_complete(s, &cqe);
-}
-
-static void op_done(struct session *s, const struct rp_sqe *q, int status, uint32_t len)
-{
-	op_report(s, s->acct, q, status, len);
-}
-
-/* Deliver a notification into the slot reserved before the write. */
-static void notify(struct export *e, const struct rp_sqe *q)
-{
-	struct rp_cqe cqe = {
-		.offset = q->remote_offset,
-		.len = (uint32_t)q->len,
-		.imm = q->imm,
-		.op = RP_OP_NOTIFY,
-		.region = (uint16_t)e->region->id,
-	};
-
-	xfer_complete(e->region->s, &cqe);
-}
-
-/* A verbs op between two local regions, from submission to the device's report. */
-struct vop {
-	struct session *s;  /* initiator */
-	struct session *t;  /* exporter to notify, or NULL */
-	struct uid_acct *acct;
-	struct region *lr;
-	struct export *e;
-	struct rp_sqe q;
-};
-
-/*
- * Finished vops are kept for reuse (the daemon is single-threaded): the data
- * path does not call malloc per operation once warm.
- */
-#define VOP_SPARE_MAX 4096
-static struct vop *vop_spare;
-static unsigned vop_n_spare;
-
-static struct vop *vop_alloc(void)
-{
-	struct vop *op = vop_spare;
-
-	if (!op)
-		return calloc(1, sizeof(*op));
-	vop_spare = *(struct vop **)op;
-	vop_n_spare--;
-	memset(op, 0, sizeof(*op));
-	return op;
-}
-
-static void vop_release(struct vop *op)
-{
-	if (vop_n_spare >= VOP_SPARE_MAX) {
-		free(op);
-		return;
-	}
-	*(struct vop **)op = vop_spare;
-	vop_spare = op;
-	vop_n_spare++;
-}
-
-void xfer_cache_free(void)
-{
-	struct vop *op;
-
-	while ((op = vop_spare)) {
-		vop_spare = *(struct vop **)op;
-		free(op);
-	}
-	vop_n_spare = 0;
-}
-
-static int vlocal_status(int st)
-{
-	switch (st) {
-	case 0:
-		return 0;
-	case -EACCES:
-		return -RP_EREMOTEACCESS;
-	case -ERANGE:
-		return -RP_EREMOTEBOUNDS;
-	case -ECANCELED:
-		return -ECANCELED; /* never reached the device (daemon stopping) */
-	default:
-		return -RP_EOUTCOME;
-	}
-}
-
-void xfer_verbs_done(void *user, int status)
-{
-	struct vop *op = user;
-	struct clients *c = op->s->owner;
-	int st = vlocal_status(status);
-
-	if (op->t) {
-		struct rp_cqe n = {
-			.offset = op->q.remote_offset,
-			.len = (uint32_t)op->q.len,
-			.imm = op->q.imm,
-			.op = RP_OP_NOTIFY,
-			.region = (uint16_t)op->e->xregion->id,
-		};
-
-		/* The slot was reserved before posting: deliver it or give it back. */
-		if (st == 0)
-			xfer_complete(op->t, &n);
-		else if (op->t->rings.cq_reserved)
-			op->t->rings.cq_reserved--;
-		session_put(op->t);
-	}
-	op_report(op->s, op->acct, &op->q, st, (uint32_t)op->q.len);
-	region_unref(op->lr);
-	op->e->ops--;
-	export_release_mr(op->e);
-	export_unref(op->e);
-	acct_put(c, op->acct);
-	session_put(op->s);
-	vop_release(op);
-}
-
-/* 1: posted, reported later through xfer_verbs_done(); <0: failed now. */
-static int post_verbs(struct session *s, struct region *lr, struct export *e,
-		      const struct rp_sqe *q)
-{
-	struct vlocal *v = s->owner->m->vlocal;
-	struct session *t = NULL;
-	struct vop *op;
+	struct vlocal *v = op->s->core->vlocal;
+	const struct rp_sqe *q = &op->q;
+	struct export *e = op->e;
 	int r;
 
 	if (q->opcode == RP_SQE_WRITE && (q->flags & RP_NOTIFY)) {
-		t = e->region->s;
-		if (!t || xfer_reserve(t) < 0)
-			return -RP_ENOTIFYSPACE;
+		r = notify_reserve(op);
+		if (r < 0)
+			return r;
 	}
-	op = vop_alloc();
-	if (!op) {
-		if (t)
-			t->rings.cq_reserved--;
-		return -ENOMEM;
-	}
-	op->s = s;
-	op->t = t;
-	op->acct = s->acct;
-	op->lr = region_ref(lr);
-	op->e = e;
-	op->q = *q;
 	if (q->opcode == RP_SQE_WRITE)
-		r = vlocal_write(v, lr->xport, q->offset, e->xport, q->remote_offset, q->len, op);
+		r = vlocal_write(v, op->region->xport, q->offset, e->xport, q->remote_offset, q->len,
+				 op);
 	else
-		r = vlocal_read(v, lr->xport, q->offset, e->xport, q->remote_offset, q->len, op);
-	if (r < 0) {
-		if (t)
-			t->rings.cq_reserved--;
-		region_unref(lr);
-		vop_release(op);
-		return r;
-	}
-	e->refs++;
-	e->ops++;
-	s->acct->refs++;
-	s->ops_pending++;
-	if (t)
-		t->ops_pending++;
-	return 1;
+		r = vlocal_read(v, op->region->xport, q->offset, e->xport, q->remote_offset, q->len,
+				op);
+	return r < 0 ? r : OP_PENDING;
 }
 
-static int do_rw(struct session *s, const struct rp_sqe *q)
+static int do_rw(struct op *op)
 {
+	struct session *s = op->s;
+	const struct rp_sqe *q = &op->q;
 	struct region *lr = idtab_get(&s->regions, q->region);
 	struct export *e = idtab_get(&s->remotes, q->target);
 	bool wr = q->opcode == RP_SQE_WRITE;
 	uint32_t need = wr ? RP_ACCESS_REMOTE_WRITE : RP_ACCESS_REMOTE_READ;
-	char *l, *rm;
-	int err;
 
 	if ((q->flags & ~(wr ? RP_NOTIFY : 0)) || q->len > UINT32_MAX)
 		return -EINVAL;
@@ -331,147 +78,100 @@ static int do_rw(struct session *s, const struct rp_sqe *q)
 		return -RP_EUNEXPORTED;
 	if (!region_range_ok(lr, q->offset, q->len))
 		return -RP_EBOUNDS;
+	op->region = region_ref(lr);
+	op->e = export_ref(e);
+	export_pin(e);
 	if (e->remote) {
 		/* Another daemon's export: it checks bounds and access itself. */
-		int r = peers_submit_rw(s, q, e);
+		int r = s->core->peer_ops ? s->core->peer_ops->submit(s->core->peers, op)
+					  : -RP_EPEERUNKNOWN;
 
-		return r < 0 ? r : 1;
+		return r < 0 ? r : OP_PENDING;
 	}
 	if (!region_range_ok(e->region, q->remote_offset, q->len))
 		return -RP_EREMOTEBOUNDS;
 	if (!(e->access & need))
 		return -RP_EREMOTEACCESS;
-	if (s->owner->m->vlocal)
-		return post_verbs(s, lr, e, q);
-	l = (char *)lr->addr + q->offset;
-	rm = (char *)e->region->addr + q->remote_offset;
-	/* The notification's slot first: a failure report must mean nothing landed. */
-	if (wr && (q->flags & RP_NOTIFY) && (!e->region->s || xfer_reserve(e->region->s) < 0))
-		return -RP_ENOTIFYSPACE;
-	/* memmove: a client may target its own exported region. */
-	err = wr ? guarded_memmove(rm, l, q->len) : guarded_memmove(l, rm, q->len);
-	if (wr && (q->flags & RP_NOTIFY)) {
-		if (err == 0)
-			notify(e, q);
-		else
-			e->region->s->rings.cq_reserved--;
-	}
-	return err;
+	return s->core->vlocal ? local_verbs(op) : local_copy(op);
 }
 
-static int do_send(struct session *s, const struct rp_sqe *q)
+static int do_send(struct op *op)
 {
+	struct session *s = op->s;
+	const struct rp_sqe *q = &op->q;
 	struct region *lr = idtab_get(&s->regions, q->region);
-	const char *dest = idtab_get(&s->dests, q->target);
-	struct endpoint *ep;
-	struct recv_buf *rb;
-	struct session *t;
+	struct dest *d = idtab_get(&s->dests, q->target);
+	struct op *rop;
+	int r;
 
 	if (q->flags || q->len > UINT32_MAX)
 		return -EINVAL;
-	if (!lr || !dest)
+	if (!lr || !d)
 		return -RP_EBADHANDLE;
 	if (!region_range_ok(lr, q->offset, q->len))
 		return -RP_EBOUNDS;
-	if (strchr(dest, '/')) {
-		/* "PEER/ENDPOINT" (see handle_dest_open): names never contain '/'. */
-		char peer[RP_NAME_MAX];
-		const char *slash = strchr(dest, '/');
-		int r;
-
-		snprintf(peer, sizeof(peer), "%.*s", (int)(slash - dest), dest);
-		r = peers_submit_send(s, q, peer, slash + 1);
-		return r < 0 ? r : 1;
+	op->region = region_ref(lr);
+	op->dest = d;
+	if (d->remote) {
+		r = s->core->peer_ops ? s->core->peer_ops->submit(s->core->peers, op)
+				      : -RP_EPEERUNKNOWN;
+		return r < 0 ? r : OP_PENDING;
 	}
-	ep = endpoint_find(s->owner, dest);
-	if (!ep)
-		return -RP_ENOENDPOINT;
-	rb = ep->head;
-	if (!rb)
-		return -RP_ENORECV;
-	if (q->len > rb->len)
-		return -RP_ERECVSMALL;
-	if (guarded_memmove((char *)rb->region->addr + rb->off, (char *)lr->addr + q->offset,
-			    q->len) < 0)
-		return -EFAULT; /* the receive stays posted */
-	ep->head = rb->next;
-	t = ep->s;
-	{
-		struct rp_cqe cqe = {
-			.cookie = rb->cookie,
-			.offset = rb->off,
-			.len = (uint32_t)q->len,
-			.op = RP_OP_RECV,
-			.region = (uint16_t)rb->region->id,
-		};
-
-		t->acct->inflight--;
-		xfer_complete(t, &cqe); /* uses the slot reserved at post time */
-	}
-	region_unref(rb->region);
-	free(rb);
-	return 0;
+	r = endpoint_take(s->core, d->endpoint, q->len, &rop);
+	if (r < 0)
+		return r;
+	r = guarded_memmove(recv_addr(rop), (char *)lr->addr + q->offset, q->len);
+	/* A fault leaves the receive posted (-EFAULT for the send). */
+	recv_finish(s->core, rop, q->len, r);
+	return r;
 }
 
-/* 1: posted (completes later); <0: failed now. */
-static int do_post_recv(struct session *s, const struct rp_sqe *q)
+static int do_post_recv(struct op *op)
 {
-	struct region *lr = idtab_get(&s->regions, q->region);
-	struct endpoint *ep = idtab_get(&s->endpoints, q->target);
-	struct recv_buf *rb;
+	const struct rp_sqe *q = &op->q;
+	struct region *lr = idtab_get(&op->s->regions, q->region);
 
 	if (q->flags || q->remote_offset || q->imm || q->len > UINT32_MAX)
 		return -EINVAL;
-	if (!lr || !ep)
+	if (!lr || !idtab_get(&op->s->endpoints, q->target))
 		return -RP_EBADHANDLE;
 	if (!region_range_ok(lr, q->offset, q->len))
 		return -RP_EBOUNDS;
-	rb = calloc(1, sizeof(*rb));
-	if (!rb)
-		return -ENOMEM;
-	rb->region = region_ref(lr);
-	rb->off = q->offset;
-	rb->len = q->len;
-	rb->cookie = q->cookie;
-	if (ep->tail && ep->head)
-		ep->tail->next = rb;
-	else
-		ep->head = rb;
-	ep->tail = rb;
-	return 1;
+	op->region = region_ref(lr);
+	return endpoint_post(op);
 }
 
-static int execute(struct session *s, const struct rp_sqe *q)
+static int start(struct op *op)
 {
-	const struct config *cfg = s->owner->m->cfg;
-	int r;
-
-	if (s->acct->inflight >= cfg->max_inflight) {
-		s->acct->inflight++;
-		op_done(s, q, -RP_ELIMIT_INFLIGHT, 0);
-		return 0;
-	}
-	s->acct->inflight++;
-	switch (q->opcode) {
+	switch (op->q.opcode) {
 	case RP_SQE_WRITE:
 	case RP_SQE_READ:
-		r = do_rw(s, q);
-		if (r == 1)
-			return 0;
-		break;
+		return do_rw(op);
 	case RP_SQE_SEND:
-		r = do_send(s, q);
-		if (r == 1)
-			return 0;
-		break;
+		return do_send(op);
 	default:
-		r = do_post_recv(s, q);
-		if (r == 1)
-			return 0;
-		break;
+		return do_post_recv(op);
 	}
-	op_done(s, q, r, (uint32_t)q->len);
-	return 0;
+}
+
+/* @q has its completion slot: make it an operation, which ends now or later. */
+static void execute(struct session *s, const struct rp_sqe *q)
+{
+	struct op *op;
+	int r;
+
+	if (s->acct->inflight >= s->core->cfg->max_inflight) {
+		op_fail(s, q, -RP_ELIMIT_INFLIGHT);
+		return;
+	}
+	op = op_new(s, q);
+	if (!op) {
+		op_fail(s, q, -ENOMEM);
+		return;
+	}
+	r = start(op);
+	if (r != OP_PENDING)
+		op_end(op, r);
 }
 
 static bool sqe_sane(const struct rp_sqe *q)
@@ -482,7 +182,13 @@ static bool sqe_sane(const struct rp_sqe *q)
 	       !memcmp(q->pad, zero, sizeof(zero));
 }
 
-/* Take what is in the ring now. 1: stopped early (batch or completion space). */
+enum drain_result {
+	DRAIN_EMPTY,   /* took everything there was */
+	DRAIN_STALLED, /* no completion space */
+	DRAIN_MORE,    /* stopped early: more may be waiting */
+};
+
+/* Take what is in the ring now: enum drain_result or -EPROTO. */
 static int drain(struct session *s, unsigned *budget)
 {
 	struct rings *r = &s->rings;
@@ -517,11 +223,14 @@ static int drain(struct session *s, unsigned *budget)
 	if (err == -ENOSPC) {
 		rp_ring_arm(r->v.sq, RP_RING_STALLED);
 		/* The client may have reaped meanwhile: look again before sleeping. */
-		return xfer_reserve(s) == 0 ? (r->cq_reserved--, 2) : 1;
+		if (xfer_reserve(s) < 0)
+			return DRAIN_STALLED;
+		xfer_release(s);
+		return DRAIN_MORE;
 	}
 	if (err)
 		return err;
-	return r->sq_head != prod || !*budget ? 2 : 0;
+	return r->sq_head != prod || !*budget ? DRAIN_MORE : DRAIN_EMPTY;
 }
 
 bool xfer_pending(struct session *s)
@@ -552,7 +261,7 @@ int xfer_run(struct session *s, bool doorbell, bool spin)
 	int rc;
 
 	if (s->dead || !r->base)
-		return 0;
+		return XFER_IDLE;
 	if (doorbell && read(r->sq_efd, &v, sizeof(v)) < 0) {
 		/* EAGAIN: woken by the loop, not the client. */
 	}
@@ -560,22 +269,22 @@ int xfer_run(struct session *s, bool doorbell, bool spin)
 		rc = drain(s, &budget);
 		if (rc < 0)
 			return rc;
-		if (rc == 1)
-			return 0; /* stalled: the client's next reap rings us */
-		if (rc == 2 && !budget) {
+		if (rc == DRAIN_STALLED)
+			return XFER_STALLED; /* the client's next reap rings us */
+		if (rc == DRAIN_MORE && !budget) {
 			/* Yield to other clients; come back on the next loop turn. */
 			v = 1;
 			if (write(r->sq_efd, &v, sizeof(v)) < 0) {
 				/* Saturated counter: already readable. */
 			}
-			return 0;
+			return XFER_YIELD;
 		}
-		if (rc == 2)
+		if (rc == DRAIN_MORE)
 			continue;
 		/* Empty: the caller polls a while longer, or the client must ring. */
 		if (spin)
-			return 1;
+			return XFER_EMPTY;
 		if (xfer_arm(s))
-			return 0;
+			return XFER_IDLE;
 	}
 }

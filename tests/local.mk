@@ -7,8 +7,8 @@ include tests/vm/local.mk
 include tests/vm/daemon.mk
 include tests/vm/peers.mk
 
-TESTS += tests/check-man.sh
-EXTRA_DIST += tests/check-man.sh tests/unit/tap.h
+TESTS += tests/check-man.sh tests/check-layers.sh
+EXTRA_DIST += tests/check-man.sh tests/check-layers.sh tests/unit/tap.h
 
 # The verbs loopback module, tested on real rxe inside the guest (tests/vm).
 check_PROGRAMS += tests/helpers/verbs-local-check

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The verbs peer transport (transport.h) — private to verbs_peer*.c.
+ * The verbs peer transport (transport.h), private to verbs_peer*.c: its
+ * wire format and objects. Named after the lower of its two files.
  *
- *   verbs_peer.c     rdma_cm: listen, connect, accept, events, teardown
+ *   verbs_peer.c     rdma_cm: listen, connect, accept, events, teardown, the
+ *                    transport's ops table and constructor (on top)
  *   verbs_peer_io.c  one RC QP per connection: queues, credits, post lists,
- *                    completions, the wire format of its SEND messages
- *   verbs_peer_uv.c  loop glue: the rdma_cm event channel as a uv_poll_t,
- *                    a timer for deferred work (the only file with <uv.h>)
+ *                    completions, failure, the wire format of its SEND
+ *                    messages (below: it never calls verbs_peer.c)
+ * The rdma_cm event channel, the deadline tick and the batched flush join
+ * the loop through evloop.h; nothing here sees libuv.
  *
  * Wire (every SEND on the QP, into a pre-posted VP_RBUF-byte receive):
  *   struct vp_hdr, then by type:
@@ -34,12 +37,13 @@
  * region) and one memcpy on the receiving host, from the receive buffer
  * into the client's posted receive.
  */
-#ifndef RP_DAEMON_VERBS_PEER_H
-#define RP_DAEMON_VERBS_PEER_H
+#ifndef RP_DAEMON_VERBS_PEER_IO_H
+#define RP_DAEMON_VERBS_PEER_IO_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "evloop.h"
 #include "rdma_dev.h"
 #include "transport.h"
 
@@ -51,7 +55,6 @@ struct config;
 struct ibv_wc;
 struct rdma_cm_id;
 struct rdma_event_channel;
-struct vp_glue;
 
 /* ---- Wire format ---- */
 
@@ -133,6 +136,10 @@ _Static_assert(sizeof(struct vp_xinfo) <= PEER_XINFO_MAX, "vp_xinfo");
 #define VP_SBUF (sizeof(struct vp_hdr) + PEER_CTRL_MAX)
 /* One-sided ops are split into pieces this large, taken round-robin between ops. */
 #define VP_RW_PIECE (1u << 20)
+/* One-sided bytes posted and not yet completed, per connection (see add_rw()). */
+#define VP_RW_WINDOW (8u << 20)
+/* One-sided pieces this large are always signalled, so the window frees steadily. */
+#define VP_RW_SIGNAL_BYTES (256u << 10)
 /* Signal at least every this many WRs (and always the last of a post list). */
 #define VP_SIGNAL_EVERY 16
 /* Per-connection queue sizes (capped by the config's depths). */
@@ -153,6 +160,7 @@ struct vp_sslot {
 	struct vconn *c;
 	struct peer_op *op; /* NULL: a message of the transport itself */
 	uint32_t idx;
+	uint32_t bytes; /* one-sided payload of the WR, counted in vconn.rw_posted */
 };
 
 /* One receive slot with its buffer at rbuf + idx * VP_RBUF. */
@@ -180,17 +188,24 @@ struct vp_opx {
 	uint64_t id;	       /* SEND / NOTIFY request id */
 	uint32_t wrs;	       /* WRs posted and not yet retired */
 	int32_t status;	       /* first error seen */
-	uint16_t flags;	       /* VPX_* */
-	uint16_t slot;	       /* NOTIFY: the far notify ring slot it holds */
-	uint32_t pad;
+	uint16_t flags;	       /* VPX_*: what happened to its WRs */
+	uint16_t slot;	       /* NOTIFY: the far notify ring slot it holds, or VPX_NO_SLOT */
+	uint8_t reply;	       /* enum vpx_reply */
+	uint8_t pad[3];
 };
 _Static_assert(sizeof(struct vp_opx) <= sizeof(((struct peer_op *)0)->scratch), "vp_opx");
 
-#define VPX_REPLY 0x1u	   /* needs a reply (SEND, NOTIFY) */
-#define VPX_GOT_REPLY 0x2u /* the reply came */
+/* The far side's answer to an op that needs one (SEND, NOTIFY). */
+enum vpx_reply {
+	VPX_NO_REPLY,	/* a WRITE or READ without notification: none comes */
+	VPX_AWAITING,	/* the reply has not come yet */
+	VPX_ANSWERED,	/* it came (or the op ended without it) */
+};
+
+#define VPX_NO_SLOT 0xffffu
+
 #define VPX_ALL_POSTED 0x4u
 #define VPX_SOME_DONE 0x8u /* at least one WR of it completed successfully */
-#define VPX_SLOT 0x10u	    /* holds a far notify ring slot until the reply */
 #define VPX_SOME_FAILED 0x20u /* at least one WR of it completed with an error or flush */
 
 static inline struct vp_opx *vpx(struct peer_op *op)
@@ -209,6 +224,12 @@ enum vc_state {
 };
 
 struct vtransport;
+
+enum vc_rx {
+	VC_RX_NONE,	/* between messages */
+	VC_RX_ACTIVE,	/* chunks go into rx.addr */
+	VC_RX_REFUSED,	/* refused at its first chunk: the rest is dropped */
+};
 
 struct vconn {
 	struct vconn *next; /* in the transport's list */
@@ -236,6 +257,7 @@ struct vconn {
 	struct vp_sslot *ss;
 	uint32_t s_head, s_tail; /* slots posted: [tail, head), free-running */
 	uint32_t unsignaled;
+	uint64_t rw_posted; /* one-sided bytes in flight (VP_RW_WINDOW) */
 	struct ibv_send_wr *wrv; /* sq entries: one post list */
 	struct ibv_sge *sgev;	 /* 2 * sq entries */
 	bool kick;		 /* vc_kick() wanted at the next flush */
@@ -264,13 +286,16 @@ struct vconn {
 	struct peer_rx rx;
 	uint64_t rx_id;
 	uint64_t rx_off;
-	int rx_state; /* 0 none, 1 receiving into rx, <0 refused with that status */
+	enum vc_rx rx_state; /* of the SEND message arriving in chunks */
 };
 
 struct vtransport {
 	struct transport t; /* first */
 	struct rdev *d;
-	struct vp_glue *g;
+	struct evloop *ev;
+	struct ev_watch *cm_watch; /* the rdma_cm event channel */
+	struct ev_timer *tick;	   /* deadlines and teardown, while there is such work */
+	struct ev_timer *flush;	   /* vc_flush(): posts batched per loop turn */
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen_id;
 	struct vconn *conns;
@@ -291,7 +316,7 @@ struct vtransport {
 	bool free_pending;
 };
 
-/* ---- verbs_peer.c -> verbs_peer_io.c ---- */
+/* ---- verbs_peer_io.c, used by verbs_peer.c ---- */
 
 int vc_io_new(struct vconn *c, char *why, size_t whylen);
 void vc_io_free(struct vconn *c);
@@ -300,48 +325,18 @@ void vc_kick(struct vconn *c);
 /* Fail every queued op that never reached the wire and forget them all. */
 void vc_io_forget(struct vconn *c);
 bool vc_io_flushed(const struct vconn *c);
-int vc_send_ctrl(struct vconn *c, const void *msg, size_t len);
-int vc_submit(struct vconn *c, struct peer_op *op);
-int vc_revoke(struct vconn *c, uint64_t export_id, const void *ack, size_t len);
-
-/* ---- verbs_peer_io.c -> verbs_peer.c ---- */
-
-/* Start tearing @c down (idempotent); @err -errno, @why human. */
-void vc_fail(struct vconn *c, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* A failing connection may have drained: look again soon. */
-void vc_reap_soon(struct vconn *c);
-
-/* Ask for vc_kick(@c) once the current loop callback is done (batches posts). */
+/* Transport ops (transport.h) on a connection. */
+int vc_send_ctrl(struct xconn *x, const void *msg, size_t len);
+int vc_submit(struct xconn *x, struct peer_op *op);
+int vc_revoke(struct xconn *x, uint64_t export_id, const void *ack, size_t len);
+/* Start tearing @c down (idempotent): QP to error, DREQ; @err -errno, @why human. */
+void vc_fail(struct vconn *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const char *vc_state_name(enum vc_state s);
+/* Run vc_kick(@c) once the current loop turn is done (batches posts). */
 void vc_defer_kick(struct vconn *c);
-
-/* ---- verbs_peer.c <- verbs_peer_uv.c ---- */
-
-extern const struct transport_ops vp_ops;
-/* Everything but the loop: @t->t is filled by the caller. */
-int vp_init(struct vtransport *t, struct rdev *d, const struct config *cfg, uint64_t incarnation,
-	    char *why, size_t whylen);
-int vp_cm_fd(const struct vtransport *t);
-void vp_fini(struct vtransport *t);
-/* ops->free (verbs_peer_uv.c): closes the glue, then vp_fini(). */
-/* End of a loop callback's work on @t; true if @t was freed (see busy). */
-bool vp_leave(struct vtransport *t);
-void vp_free(struct transport *t);
-
-/* ---- verbs_peer_uv.c ---- */
-
-int vp_glue_new(struct manager *m, int cm_fd, struct vtransport *t, struct vp_glue **ret);
-/* Run vp_on_tick soon; it reschedules itself (100 ms) while it returns true. */
-void vp_glue_kick(struct vp_glue *g);
-/* Run vp_on_flush at the next idle point of the loop (before it blocks). */
-void vp_glue_defer(struct vp_glue *g);
-/* Close the handles; the glue frees itself in the close callbacks. */
-void vp_glue_free(struct vp_glue *g);
-uint64_t vp_now_ms(struct vp_glue *g);
-
-/* Called by the glue. vp_on_tick returns true while it wants a 100 ms tick. */
-void vp_on_cm(struct vtransport *t);
-bool vp_on_tick(struct vtransport *t);
-void vp_on_flush(struct vtransport *t);
+/* The flush timer's callback: kick every connection that asked for it. */
+void vc_flush(void *transport);
+/* Ask for the deadline tick soon (a connection is being set up or torn down). */
+void vc_tick_soon(struct vtransport *t);
 
 #endif

@@ -23,7 +23,6 @@
 #include <time.h>
 
 #include "log.h"
-#include "manager.h"
 
 struct pping {
 	struct pping *next;
@@ -32,19 +31,6 @@ struct pping {
 	void (*cb)(void *ctx, int status, uint64_t rtt_us);
 	void *ctx;
 };
-
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-uint64_t peer_now_ms(void)
-{
-	return mono_us() / 1000u;
-}
 
 static uint64_t real_ms(void)
 {
@@ -78,35 +64,6 @@ static void set_state(struct peer *pr, enum peer_state st, const char *reason)
 	pr->since_ms = real_ms();
 }
 
-struct peer *peer_find(struct peers *p, const char *name)
-{
-	struct peer *pr;
-
-	for (pr = p->head; pr; pr = pr->next)
-		if (!pr->removed && !strcmp(pr->conf.name, name))
-			return pr;
-	return NULL;
-}
-
-int link_send(struct peer_link *l, const void *msg, size_t len)
-{
-	if (l->closing)
-		return -ENOTCONN;
-	return l->t->ops->send_ctrl(l->x, msg, len);
-}
-
-void link_close(struct peer_link *l, int err, const char *why)
-{
-	if (l->closing)
-		return;
-	l->closing = true;
-	if (!l->why[0] && why)
-		snprintf(l->why, sizeof(l->why), "%s", why);
-	if (!l->err)
-		l->err = err;
-	l->t->ops->close(l->x);
-}
-
 static void reject_and_close(struct peer_link *l, uint32_t code, const char *why)
 {
 	char msg[PP_FIXED_MAX];
@@ -120,9 +77,9 @@ static void reject_and_close(struct peer_link *l, uint32_t code, const char *why
 
 static void dial(struct peer *pr);
 
-static void on_backoff(uv_timer_t *t)
+static void on_backoff(void *arg)
 {
-	struct peer *pr = t->data;
+	struct peer *pr = arg;
 
 	if (pr->removed || pr->p->stopping || pr->up || pr->out)
 		return;
@@ -145,7 +102,7 @@ static void schedule_retry(struct peer *pr, const char *reason)
 	pr->attempts++;
 	set_state(pr, PEER_BACKOFF, reason);
 	log_debug("peer %s: next attempt in %llu ms", pr->conf.name, (unsigned long long)d);
-	uv_timer_start(&pr->backoff, on_backoff, d, 0);
+	ev_timer_start(pr->p->ev, pr->backoff, d, 0);
 }
 
 static struct peer_link *link_new(struct peers *p, struct transport *t, bool outbound)
@@ -157,6 +114,7 @@ static struct peer_link *link_new(struct peers *p, struct transport *t, bool out
 	l->p = p;
 	l->t = t;
 	l->outbound = outbound;
+	l->state = outbound ? LINK_CONNECTING : LINK_HANDSHAKING;
 	l->created_ms = l->last_rx_ms = peer_now_ms();
 	l->next = p->links;
 	p->links = l;
@@ -232,9 +190,8 @@ struct peer_link *peer_x_accepted(struct transport *t, struct xconn *x, const ch
 	if (!l)
 		return NULL;
 	l->x = x;
-	l->connected = true;
 	snprintf(l->addr, sizeof(l->addr), "%s", addr);
-	peer_hs_init_responder(&l->hs, p->node_name, p->m->incarnation, hs_lookup, p);
+	peer_hs_init_responder(&l->hs, p->node_name, p->incarnation, hs_lookup, p);
 	log_debug("peer connection from %s (%s)", addr, t->ops->name);
 	return l;
 }
@@ -243,9 +200,9 @@ void peer_x_connected(struct peer_link *l)
 {
 	struct pp_hello hello;
 
-	l->connected = true;
+	l->state = LINK_HANDSHAKING;
 	l->created_ms = l->last_rx_ms = peer_now_ms();
-	peer_hs_init_initiator(&l->hs, l->p->node_name, l->p->m->incarnation, &l->peer->conf,
+	peer_hs_init_initiator(&l->hs, l->p->node_name, l->p->incarnation, &l->peer->conf,
 			       &hello);
 	if (l->peer->out == l)
 		set_state(l->peer, PEER_HANDSHAKING, NULL);
@@ -273,6 +230,7 @@ static void fail_pings(struct peers *p, struct peer_link *l)
 }
 
 static void maybe_free_peer(struct peer *pr);
+static void free_transports(struct peers *p);
 
 void peer_x_failed(struct peer_link *l, int err, const char *why)
 {
@@ -281,7 +239,7 @@ void peer_x_failed(struct peer_link *l, int err, const char *why)
 	const char *reason = l->why[0] ? l->why : why;
 	char buf[300];
 
-	l->closing = true;
+	l->state = LINK_CLOSING;
 	link_unlist(l);
 	data_link_failed(l);
 	fail_pings(p, l);
@@ -307,7 +265,8 @@ void peer_x_failed(struct peer_link *l, int err, const char *why)
 		 * and the dialling: an inbound link that never authenticated may
 		 * be anybody's, and its end must not reset the backoff timer.
 		 */
-		if ((l->outbound || was_up) && !l->superseded && !pr->removed && !p->stopping &&
+		if ((l->outbound || was_up) && l->end != LINK_END_SUPERSEDED && !pr->removed &&
+		    !p->stopping &&
 		    !pr->up && !pr->out) {
 			snprintf(buf, sizeof(buf), "%s%s", was_up ? "link lost: " : "", reason);
 			schedule_retry(pr, buf);
@@ -318,57 +277,15 @@ void peer_x_failed(struct peer_link *l, int err, const char *why)
 		log_info("peer connection from %s closed: %s", l->addr, reason);
 	}
 	free(l);
-	if (p->stopping && !p->links && !p->freed_transports) {
-		p->freed_transports = true;
-		if (p->tcp)
-			p->tcp->ops->free(p->tcp);
-		if (p->verbs)
-			p->verbs->ops->free(p->verbs);
-	}
+	if (p->stopping && !p->links)
+		free_transports(p);
 }
 
 /* ---- Handshake and duplicate connections. ---- */
 
-/* Which of two links between the same two daemons survives. */
-static bool prefer(const struct peer_link *a, const struct peer_link *b)
-{
-	const char *me = a->p->node_name, *them = a->peer->conf.name;
-	bool a_mine = a->outbound, b_mine = b->outbound;
-
-	if (b->up && b->remote_inc != a->hs.peer_inc)
-		return true; /* the peer restarted: the old link is dead */
-	if (a_mine == b_mine)
-		return true; /* the same side dialled again: it gave up on the old one */
-	/* Keep the connection initiated by the lexically smaller node name. */
-	return strcmp(me, them) < 0 ? a_mine : !a_mine;
-}
-
-/* Our attempt has verified the peer's CHALLENGE: it completes unless the peer drops it. */
-static bool out_authenticated(const struct peer *pr)
-{
-	const struct peer_link *o = pr->out;
-
-	return o && !o->closing && o->hs.state == HS_I_SENT_AUTH;
-}
-
-bool peer_out_pending(const struct peer *pr, const struct peer_link *l)
-{
-	return pr->out != l && out_authenticated(pr) && (!l || prefer(pr->out, l));
-}
-
-bool peer_settling(const struct peer *pr)
-{
-	const struct peer_link *o = pr->out, *u = pr->up;
-
-	if (!out_authenticated(pr))
-		return false;
-	/* Our attempt is authenticating: it becomes the link, or it may replace the one up. */
-	return !u || u->closing || u->draining || prefer(o, u);
-}
-
 static void supersede(struct peer_link *old)
 {
-	old->superseded = true;
+	old->end = LINK_END_SUPERSEDED;
 	link_close(old, -EEXIST, "superseded by another connection to the same peer");
 }
 
@@ -379,7 +296,7 @@ static void supersede(struct peer_link *old)
  */
 static bool inbound_wanted(struct peer_link *l, struct peer *pr)
 {
-	return !pr->up || pr->up->closing || prefer(l, pr->up);
+	return !pr->up || link_closing(pr->up) || link_prefer(l, pr->up);
 }
 
 /*
@@ -394,14 +311,14 @@ static bool link_wins(struct peer_link *l)
 	struct peer *pr = l->peer;
 
 	if (pr->up && pr->up != l) {
-		if (!prefer(l, pr->up)) {
+		if (!link_prefer(l, pr->up)) {
 			supersede(l);
 			return false;
 		}
 		supersede(pr->up);
 		pr->up = NULL;
 	}
-	if (pr->out && pr->out != l && prefer(l, pr->out)) {
+	if (pr->out && pr->out != l && link_prefer(l, pr->out)) {
 		supersede(pr->out);
 		pr->out = NULL;
 	}
@@ -417,7 +334,7 @@ static void link_up(struct peer_link *l)
 		return;
 	if (pr->out == l)
 		pr->out = NULL;
-	l->up = true;
+	l->state = LINK_UP;
 	l->remote_inc = inc;
 	l->last_rx_ms = peer_now_ms();
 	peer_hs_clear(&l->hs);
@@ -434,7 +351,7 @@ static void link_up(struct peer_link *l)
 	pr->ever_up = true;
 	pr->attempts = 0;
 	pr->up = l;
-	uv_timer_stop(&pr->backoff);
+	ev_timer_stop(pr->p->ev, pr->backoff);
 	set_state(pr, PEER_UP, NULL);
 	log_info("peer %s: authenticated, %s link %s over %s, incarnation %016llx",
 		 pr->conf.name, l->outbound ? "outbound" : "inbound", l->addr, l->t->ops->name,
@@ -467,7 +384,7 @@ static void hs_step(struct peer_link *l, const void *msg, size_t len)
 	size_t n = 0;
 	int r = peer_hs_consume(&l->hs, msg, len, out, &n);
 
-	if (r < 0) {
+	if (r == HS_STEP_FAILED) {
 		if (n)
 			link_send(l, out, n);
 		hs_failed(l);
@@ -494,8 +411,8 @@ static void hs_step(struct peer_link *l, const void *msg, size_t len)
 	 * a moment later (the peer's ops on it would end RP_EOUTCOME). The peer
 	 * applies the same rule, so exactly one of the two links completes.
 	 */
-	if (r == 1 && !l->outbound && l->peer->out && l->peer->out != l &&
-	    !l->peer->out->closing && prefer(l->peer->out, l)) {
+	if (r == HS_STEP_DONE && !l->outbound && l->peer->out && l->peer->out != l &&
+	    !link_closing(l->peer->out) && link_prefer(l->peer->out, l)) {
 		reject_and_close(l, PP_REJ_DUPLICATE,
 				 "our own connection to this peer is completing and wins");
 		return;
@@ -505,7 +422,8 @@ static void hs_step(struct peer_link *l, const void *msg, size_t len)
 	 * CHALLENGE; responder: its AUTH). Open one-sided access before our
 	 * reply leaves: whatever it sends after that reply may use it.
 	 */
-	if (((r == 1 && !l->outbound) || (r == 0 && l->hs.state == HS_I_SENT_AUTH)) &&
+	if (((r == HS_STEP_DONE && !l->outbound) ||
+	     (r == HS_STEP_MORE && l->hs.state == HS_I_SENT_AUTH)) &&
 	    l->t->ops->open_access) {
 		int e = l->t->ops->open_access(l->x);
 
@@ -516,14 +434,14 @@ static void hs_step(struct peer_link *l, const void *msg, size_t len)
 	}
 	if (n)
 		link_send(l, out, n);
-	if (r == 1)
+	if (r == HS_STEP_DONE)
 		link_up(l);
 }
 
 static void on_pong(struct peer_link *l, const struct pp_ping *m)
 {
 	struct pping **pp, *g;
-	uint64_t now = mono_us();
+	uint64_t now = peer_mono_us();
 	uint64_t rtt = now > m->t_usec ? now - m->t_usec : 0;
 
 	for (pp = &l->p->pings; (g = *pp); pp = &g->next)
@@ -541,9 +459,9 @@ void peer_x_ctrl(struct peer_link *l, const void *msg, size_t len)
 	struct pp_hdr h;
 	const char *why = "?";
 
-	if (l->closing)
+	if (link_closing(l))
 		return;
-	if (!l->up) {
+	if (l->state < LINK_UP) {
 		hs_step(l, msg, len);
 		return;
 	}
@@ -597,7 +515,7 @@ static void send_ping(struct peer_link *l, uint64_t id)
 
 	memset(&m, 0, sizeof(m));
 	pp_hdr_init(&m.h, PP_PING, id);
-	m.t_usec = mono_us();
+	m.t_usec = peer_mono_us();
 	link_send(l, &m, sizeof(m));
 }
 
@@ -605,12 +523,12 @@ static void tick_link(struct peer_link *l, uint64_t now)
 {
 	char why[96];
 
-	if (l->closing)
+	if (link_closing(l))
 		return;
-	if (!l->up) {
+	if (l->state < LINK_UP) {
 		if (now - l->created_ms > PEER_HANDSHAKE_MS)
-			link_close(l, -ETIMEDOUT, l->connected ? "handshake timeout"
-							       : "connect timeout");
+			link_close(l, -ETIMEDOUT, l->state == LINK_HANDSHAKING ? "handshake timeout"
+									   : "connect timeout");
 		return;
 	}
 	if (now - l->last_rx_ms > PEER_KEEPALIVE_DEAD_MS) {
@@ -619,16 +537,16 @@ static void tick_link(struct peer_link *l, uint64_t now)
 		link_close(l, -ETIMEDOUT, why);
 		return;
 	}
-	if (l->draining && now - l->drain_ms > PEER_DRAIN_MS) {
+	if (l->state == LINK_DRAINING && now - l->drain_ms > PEER_DRAIN_MS) {
 		link_close(l, -ESHUTDOWN, "peer removed from the configuration (drain timeout)");
 		return;
 	}
 	send_ping(l, ++l->p->ping_seq);
 }
 
-static void on_tick(uv_timer_t *t)
+static void on_tick(void *arg)
 {
-	struct peers *p = t->data;
+	struct peers *p = arg;
 	struct peer_link *l, *next;
 	struct pping **pp, *g;
 	uint64_t now = peer_now_ms();
@@ -670,20 +588,11 @@ static void conf_wipe(struct peer_conf *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static void on_peer_timer_closed(uv_handle_t *h)
-{
-	struct peer *pr = h->data;
-
-	pr->timer_open = false;
-	if (pr->removed)
-		maybe_free_peer(pr);
-}
-
 static void maybe_free_peer(struct peer *pr)
 {
 	struct peer **pp;
 
-	if (pr->links || pr->timer_open)
+	if (pr->links)
 		return;
 	data_peer_drop(pr, -RP_EPEERDOWN);
 	for (pp = &pr->p->head; *pp; pp = &(*pp)->next)
@@ -691,13 +600,14 @@ static void maybe_free_peer(struct peer *pr)
 			*pp = pr->next;
 			break;
 		}
+	ev_timer_free(pr->p->ev, pr->backoff);
 	conf_wipe(&pr->conf);
 	free(pr);
 }
 
 static struct transport *pick_transport(struct peers *p, const struct peer_conf *c)
 {
-	enum rp_transport_kind k = c->transport == RP_TRANSPORT_AUTO ? p->m->transport : c->transport;
+	enum rp_transport_kind k = c->transport == RP_TRANSPORT_AUTO ? p->transport : c->transport;
 
 	return k == RP_TRANSPORT_VERBS ? p->verbs : p->tcp;
 }
@@ -712,6 +622,8 @@ static int peer_add(struct peers *p, const struct peer_conf *c)
 	pr->p = p;
 	pr->rtt_us = -1;
 	r = conf_copy(&pr->conf, c);
+	if (r == 0)
+		r = ev_timer_new(p->ev, on_backoff, pr, &pr->backoff);
 	if (r < 0) {
 		conf_wipe(&pr->conf);
 		free(pr);
@@ -721,9 +633,6 @@ static int peer_add(struct peers *p, const struct peer_conf *c)
 		 c->host, c->port);
 	pr->t = pick_transport(p, c);
 	pr->since_ms = real_ms();
-	uv_timer_init(&p->m->loop, &pr->backoff);
-	pr->backoff.data = pr;
-	pr->timer_open = true;
 	for (tail = &p->head; *tail; tail = &(*tail)->next)
 		;
 	*tail = pr;
@@ -738,29 +647,28 @@ static int peer_add(struct peers *p, const struct peer_conf *c)
 
 static void peer_remove(struct peer *pr, const char *why)
 {
+	struct peer_link *l, *next;
+
 	pr->removed = true;
-	uv_timer_stop(&pr->backoff);
+	ev_timer_stop(pr->p->ev, pr->backoff);
 	set_state(pr, PEER_DOWN, why);
 	data_peer_drop(pr, -RP_EPEERDOWN);
 	if (pr->out) {
 		link_close(pr->out, -ESHUTDOWN, why);
 		pr->out = NULL;
 	}
-	if (pr->up) {
-		pr->up->draining = true;
+	if (pr->up && link_usable(pr->up)) {
+		pr->up->state = LINK_DRAINING;
 		pr->up->drain_ms = peer_now_ms();
 		data_check_drained(pr->up);
 	}
-	{
-		struct peer_link *l, *next;
-
-		for (l = pr->p->links; l; l = next) {
-			next = l->next;
-			if (l->peer == pr && !l->up)
-				link_close(l, -ESHUTDOWN, why);
-		}
+	for (l = pr->p->links; l; l = next) {
+		next = l->next;
+		if (l->peer == pr && !link_authenticated(l))
+			link_close(l, -ESHUTDOWN, why);
 	}
-	uv_close((uv_handle_t *)&pr->backoff, on_peer_timer_closed);
+	/* Freed now, or when its last link has reported (peer_x_failed()). */
+	maybe_free_peer(pr);
 }
 
 static bool conf_same(const struct peer_conf *a, const struct peer_conf *b)
@@ -769,14 +677,14 @@ static bool conf_same(const struct peer_conf *a, const struct peer_conf *b)
 	       a->key_len == b->key_len && !sodium_memcmp(a->key, b->key, a->key_len);
 }
 
-void peers_reload(struct peers *p)
+void peers_reload(struct peers *p, const struct config *cfg)
 {
-	const struct config *cfg = p->m->cfg;
 	struct peer *pr, *next;
 	size_t i;
 
 	if (!p || p->stopping)
 		return;
+	p->cfg = cfg;
 	for (pr = p->head; pr; pr = next) {
 		const struct peer_conf *c;
 
@@ -800,28 +708,16 @@ void peers_reload(struct peers *p)
 		}
 }
 
-static int open_transports(struct peers *p)
+static int open_listener(struct peers *p)
 {
-	const struct config *cfg = p->m->cfg;
+	const struct config *cfg = p->cfg;
 	struct transport *lt;
 	char why[256];
 	int r;
 
-	r = tcp_transport_new(p->m, &p->tcp);
-	if (r < 0)
-		return r;
-	p->tcp->owner = p;
-	if (p->m->transport == RP_TRANSPORT_VERBS && verbs_transport_new) {
-		r = verbs_transport_new(p->m, &p->verbs);
-		if (r < 0) {
-			log_err("verbs peer transport: %s", strerror(-r));
-			return r;
-		}
-		p->verbs->owner = p;
-	}
 	if (!cfg->listen_port)
 		return 0;
-	lt = p->m->transport == RP_TRANSPORT_VERBS && p->verbs ? p->verbs : p->tcp;
+	lt = p->transport == RP_TRANSPORT_VERBS && p->verbs ? p->verbs : p->tcp;
 	r = lt->ops->listen(lt, cfg->listen_host, cfg->listen_port, why, sizeof(why));
 	if (r < 0)
 		log_err("%s", why);
@@ -831,7 +727,7 @@ static int open_transports(struct peers *p)
 	return r;
 }
 
-int peers_new(struct manager *m, struct peers **ret)
+int peers_new(const struct peers_env *env, struct peers **ret)
 {
 	struct peers *p = calloc(1, sizeof(*p));
 	size_t i;
@@ -843,26 +739,44 @@ int peers_new(struct manager *m, struct peers **ret)
 		free(p);
 		return -EIO;
 	}
-	p->m = m;
-	snprintf(p->node_name, sizeof(p->node_name), "%s", m->cfg->node_name);
-	uv_timer_init(&m->loop, &p->tick);
-	p->tick.data = p;
+	p->core = env->core;
+	p->cfg = env->cfg;
+	p->ev = env->ev;
+	p->incarnation = env->incarnation;
+	p->transport = env->transport;
+	p->tcp = env->tcp;
+	p->verbs = env->verbs;
+	p->tcp->owner = p;
+	if (p->verbs)
+		p->verbs->owner = p;
+	snprintf(p->node_name, sizeof(p->node_name), "%s", p->cfg->node_name);
 	*ret = p; /* the manager stops and frees it whatever happens next */
-	r = open_transports(p);
+	r = ev_timer_new(p->ev, on_tick, p, &p->tick);
 	if (r < 0)
 		return r;
-	uv_timer_start(&p->tick, on_tick, PEER_TICK_MS, PEER_TICK_MS);
-	for (i = 0; i < m->cfg->n_peers; i++) {
-		r = peer_add(p, &m->cfg->peers[i]);
+	p->core->peer_ops = &peers_core_ops;
+	p->core->peers = p;
+	r = open_listener(p);
+	if (r < 0)
+		return r;
+	ev_timer_start(p->ev, p->tick, PEER_TICK_MS, PEER_TICK_MS);
+	for (i = 0; i < p->cfg->n_peers; i++) {
+		r = peer_add(p, &p->cfg->peers[i]);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
-static void on_closed_nothing(uv_handle_t *h)
+static void free_transports(struct peers *p)
 {
-	(void)h;
+	if (p->freed_transports)
+		return;
+	p->freed_transports = true;
+	if (p->tcp)
+		p->tcp->ops->free(p->tcp);
+	if (p->verbs)
+		p->verbs->ops->free(p->verbs);
 }
 
 void peers_shutdown(struct peers *p)
@@ -873,27 +787,23 @@ void peers_shutdown(struct peers *p)
 	if (!p || p->stopping)
 		return;
 	p->stopping = true;
-	uv_close((uv_handle_t *)&p->tick, on_closed_nothing);
+	ev_timer_free(p->ev, p->tick);
+	p->tick = NULL;
 	for (pr = p->head; pr; pr = pr->next) {
 		if (!pr->removed)
 			set_state(pr, PEER_DOWN, "shutting down");
 		data_peer_drop(pr, -RP_EPEERDOWN);
-		if (pr->timer_open && !uv_is_closing((uv_handle_t *)&pr->backoff))
-			uv_close((uv_handle_t *)&pr->backoff, on_closed_nothing);
+		ev_timer_free(p->ev, pr->backoff);
+		pr->backoff = NULL;
 	}
 	for (l = p->links; l; l = next) {
 		next = l->next;
-		if (!l->up)
-			l->superseded = true;
+		if (!link_authenticated(l))
+			l->end = LINK_END_SUPERSEDED;
 		link_close(l, -ESHUTDOWN, "shutting down");
 	}
-	if (!p->links && !p->freed_transports) {
-		p->freed_transports = true;
-		if (p->tcp)
-			p->tcp->ops->free(p->tcp);
-		if (p->verbs)
-			p->verbs->ops->free(p->verbs);
-	}
+	if (!p->links)
+		free_transports(p);
 }
 
 struct peers *peers_free(struct peers *p)
@@ -902,6 +812,8 @@ struct peers *peers_free(struct peers *p)
 
 	if (!p)
 		return NULL;
+	p->core->peer_ops = NULL;
+	p->core->peers = NULL;
 	while ((pr = p->head)) {
 		p->head = pr->next;
 		conf_wipe(&pr->conf);
@@ -919,14 +831,14 @@ struct peers *peers_free(struct peers *p)
 
 /* ---- Status and admin. ---- */
 
-void peers_foreach(struct manager *m, void (*cb)(const struct peer_info *info, void *ctx),
+void peers_foreach(struct peers *p, void (*cb)(const struct peer_info *info, void *ctx),
 		   void *ctx)
 {
 	struct peer *pr;
 
-	if (!m->peers)
+	if (!p)
 		return;
-	for (pr = m->peers->head; pr; pr = pr->next) {
+	for (pr = p->head; pr; pr = pr->next) {
 		struct peer_info in = {
 			.name = pr->conf.name,
 			.address = pr->address,
@@ -950,28 +862,27 @@ void peers_foreach(struct manager *m, void (*cb)(const struct peer_info *info, v
 	}
 }
 
-unsigned peers_up(const struct manager *m)
+unsigned peers_up(const struct peers *p)
 {
 	const struct peer *pr;
 	unsigned n = 0;
 
-	if (!m->peers)
+	if (!p)
 		return 0;
-	for (pr = m->peers->head; pr; pr = pr->next)
+	for (pr = p->head; pr; pr = pr->next)
 		n += !pr->removed && pr->up;
 	return n;
 }
 
-int peer_ping(struct manager *m, const char *name,
+int peer_ping(struct peers *p, const char *name,
 	      void (*cb)(void *ctx, int status, uint64_t rtt_us), void *ctx)
 {
-	struct peers *p = m->peers;
 	struct peer *pr = p ? peer_find(p, name) : NULL;
 	struct pping *g;
 
 	if (!pr)
 		return -RP_EPEERUNKNOWN;
-	if (!pr->up || pr->up->closing)
+	if (!pr->up || link_closing(pr->up))
 		return -RP_EPEERDOWN;
 	g = calloc(1, sizeof(*g));
 	if (!g)
@@ -987,13 +898,13 @@ int peer_ping(struct manager *m, const char *name,
 	return 0;
 }
 
-void peer_ping_cancel(struct manager *m, void *ctx)
+void peer_ping_cancel(struct peers *p, void *ctx)
 {
 	struct pping **pp, *g;
 
-	if (!m->peers)
+	if (!p)
 		return;
-	pp = &m->peers->pings;
+	pp = &p->pings;
 	while ((g = *pp)) {
 		if (g->ctx != ctx) {
 			pp = &g->next;

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Operation counters: daemon-wide totals and per-session tallies. A leaf
+ * module: the client core counts every completed operation here, the loop
+ * glue counts completion-queue events, and admin and metrics only read.
+ */
+#ifndef RP_DAEMON_STATS_H
+#define RP_DAEMON_STATS_H
+
+#include <stdint.h>
+
+/* Error classes for rdmaproxy_errors_total{kind=...}. */
+enum stats_err_kind {
+	STATS_ERR_LOCAL,     /* bad handle, bounds, invalid argument */
+	STATS_ERR_REMOTE,    /* refused by the exporting side */
+	STATS_ERR_PEER,	     /* peer unknown or down, outcome unknown */
+	STATS_ERR_LIMIT,     /* a per-user limit */
+	STATS_ERR_CANCELLED, /* cancelled (unbind, shutdown) */
+	STATS_ERR_OTHER,
+	STATS_ERR_KINDS
+};
+
+#define STATS_OPS 6 /* enum rp_op values 1..5, index 0 unused */
+
+/* Daemon-wide counters since start (the daemon is one process: one set). */
+struct stats_totals {
+	uint64_t ops[STATS_OPS];
+	uint64_t bytes[STATS_OPS];
+	uint64_t errors[STATS_ERR_KINDS];
+	uint64_t cq_events;
+	uint64_t cq_completions;
+	uint64_t admin_requests;
+	uint64_t admin_refused;
+};
+
+extern struct stats_totals stats_totals;
+
+/* One session's operations (rdmaproxyctl clients). */
+struct stats_session {
+	uint64_t ops, errors, bytes;
+};
+
+/* An operation (enum rp_op @op) completed with @status, @len bytes moved. */
+void stats_count_op(struct stats_session *s, unsigned op, int status, uint64_t len);
+/* The completion channel fired; @n completions were drained (or <0). */
+void stats_count_cq(int n);
+enum stats_err_kind stats_err_kind(int status);
+const char *stats_err_kind_name(enum stats_err_kind k);
+/* "write", "read", "send", "recv", "notify"; NULL for anything else. */
+const char *stats_op_name(unsigned op);
+
+#endif

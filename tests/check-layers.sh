@@ -1,0 +1,114 @@
+#!/bin/bash
+# The daemon's architecture, checked. Every file of daemon/ sits in one layer;
+# a file may include headers of its own layer and of the layers below, never
+# of a layer above, and the #include "..." graph has no cycle. Only the loop
+# glue sees libuv, and only daemon/vx.h calls the rdma-core functions that
+# can fail (it turns their three error conventions into negative errno).
+#
+# The layers, from the bottom. A new file must be added here: this table is
+# the architecture in one place.
+#   0 util     utilities and wire formats, no state of the daemon's
+#   1 rdma     RDMA resources (libibverbs, librdmacm)
+#   2 core     the client core: sessions, regions, exports, operations;
+#              loop-free and socket-free (tests/unit drives it alone)
+#   3 peers    the peer layer and the transport interface it defines
+#   4 xport    the transports, loop-free (the loop comes through evloop.h)
+#   5 glue     loop glue (libuv), client sockets, admin, the manager, main
+set -u
+srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+D=$srcdir/daemon
+CC=${CC:-cc}
+
+layer_of() {
+	case "$1" in
+	log | util | memguard | config | stats | ctl_wire | peer_proto | peer_hs | evloop) echo 0 ;;
+	vx | rdma_dev | verbs_local) echo 1 ;;
+	core | rings | region | exports | op | endpoint | xfer | session) echo 2 ;;
+	transport | peer | peer_int | peer_link | peer_data | peers) echo 3 ;;
+	tcp_stream | verbs_peer_io | verbs_peer) echo 4 ;;
+	evloop_uv | tcp_uv | manager_uv | clients | listener | notify | admin_metrics | admin | \
+		manager | main) echo 5 ;;
+	*) echo -1 ;;
+	esac
+}
+NAMES=(util rdma core peers xport glue)
+
+# rdma-core calls that cannot fail (strings, void acks and frees): allowed anywhere below.
+VERBS_OK='ibv_get_device_name|ibv_wc_status_str|ibv_event_type_str|ibv_port_state_str|rdma_event_str|rdma_get_peer_addr|ibv_ack_cq_events|ibv_ack_async_event|rdma_free_devices|rdma_destroy_event_channel'
+
+n=0
+fail=0
+ok() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		fail=1
+	fi
+	return "$1"
+}
+
+# The code without comments or string literals, so that prose never counts.
+code_of() {
+	"$CC" -fpreprocessed -dD -E -P "$1" 2>/dev/null | sed 's/"\([^"\\]\|\\.\)*"/""/g'
+}
+
+files=$(cd "$D" && ls ./*.c ./*.h | sed 's|^\./||' | sort)
+
+# 1. Every file has a layer.
+bad=""
+for f in $files; do
+	[ "$(layer_of "${f%.*}")" -ge 0 ] || bad="$bad $f"
+done
+[ -z "$bad" ]
+ok $? "every daemon file sits in a layer of this script's table" ||
+	echo "# not in the table:$bad (add it to layer_of in tests/check-layers.sh)"
+
+# 2. No include runs up a layer.
+edges=$(mktemp)
+trap 'rm -f "$edges"' EXIT
+up=""
+for f in $files; do
+	lf=$(layer_of "${f%.*}")
+	for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$D/$f"); do
+		[ -f "$D/$inc" ] || continue # include/ headers: the shared wire formats, layer 0
+		echo "$f $inc" >>"$edges"
+		li=$(layer_of "${inc%.*}")
+		[ "$li" -le "$lf" ] ||
+			up="$up\n#   $f (${NAMES[$lf]}) includes $inc (${NAMES[$li]})"
+	done
+done
+[ -z "$up" ]
+ok $? "no file includes a header of a layer above its own" || printf '%b\n' "${up#\\n}"
+
+# 3. The include graph has no cycle (tsort reports one on stderr).
+cyc=$(tsort "$edges" 2>&1 >/dev/null)
+[ -z "$cyc" ]
+ok $? "the #include graph of daemon/ has no cycle" || echo "$cyc" | sed 's/^/# /'
+
+# 4. Only the loop glue sees libuv.
+uv=""
+for f in $files; do
+	[ "$(layer_of "${f%.*}")" -eq 5 ] && continue
+	if grep -q '#[[:space:]]*include[[:space:]]*<uv\.h>' "$D/$f" ||
+		code_of "$D/$f" | grep -qE '\buv_[a-z_0-9]+[[:space:]]*\('; then
+		uv="$uv $f"
+	fi
+done
+[ -z "$uv" ]
+ok $? "only the loop glue includes <uv.h> or calls uv_*" || echo "# below the glue:$uv"
+
+# 5. One verbs error boundary.
+vb=""
+for f in $files; do
+	[ "$f" = vx.h ] && continue
+	hits=$(code_of "$D/$f" | grep -oE '\b(ibv|rdma)_[a-z_0-9]+[[:space:]]*\(' |
+		sed 's/[[:space:]]*($//' | grep -vxE "$VERBS_OK" | sort -u | tr '\n' ' ')
+	[ -n "$hits" ] && vb="$vb\n#   $f: $hits"
+done
+[ -z "$vb" ]
+ok $? "only daemon/vx.h calls rdma-core functions that can fail" || printf '%b\n' "${vb#\\n}"
+
+echo "1..$n"
+exit $fail
