@@ -18,27 +18,25 @@
 #include "admin.h"
 #include "core.h"
 #include "ctl_wire.h"
+#include "engine.h"
 #include "log.h"
 #include "rp-fdpass.h"
 
 /* Up to this many fds are received per packet so that extra ones can be closed. */
 #define MAX_RECV_FDS 8
-/*
- * After a session's submission ring runs empty the daemon keeps polling it
- * this long before arming its doorbell: a client that submits again within
- * that time (a ping-pong, a pipeline) costs neither side a system call or a
- * wake-up (an eventfd round trip is 94-187 us in the test guest).
- */
-#define SQ_SPIN_NS 100000
 /* Control packets taken from one client per wake-up, so none can hog the loop. */
 #define CTRL_BUDGET 32
 /*
  * Connections that have not said HELLO yet are not counted against any
- * user's limits, so they get their own: a few per uid, a ceiling overall,
- * and a deadline. Otherwise one local user could hold every fd the daemon
- * has by connecting and saying nothing.
+ * user's limits, so they are bounded on their own: at most PREHELLO_MAX
+ * of them and a deadline each, so that nobody can hold the daemon's fds by
+ * connecting and saying nothing. A HELLO that is already waiting is read
+ * as the connection is accepted, so a burst of clients starting together
+ * (the usual start-up of a many-process application) is never refused.
+ * When the ceiling is reached, the oldest silent connection of the user who
+ * holds the most is dropped to make room: an idle flood costs its author
+ * its own connections, not everyone else's.
  */
-#define PREHELLO_PER_UID 8
 #define PREHELLO_MAX 256
 #define HELLO_DEADLINE_NS 5000000000ull
 #define HELLO_SWEEP_MS 1000
@@ -52,88 +50,32 @@ struct conn {
 	bool sq_started;
 	bool closing;
 	unsigned open_handles;
-	struct conn *hot_prev, *hot_next; /* in the spinner's list while polled */
-	uint64_t hot_until;
-	bool hot;
+	struct engine_ent ent; /* the engine polls its ring while it is busy */
 	uint64_t accepted_at; /* uv_hrtime() at accept, for the HELLO deadline */
 };
 
-/* The glue's state: the core it drives and the sessions polled from the idle phase. */
+/* The glue's state: the core it drives and the engine that runs its data path. */
 struct clients {
 	uv_loop_t *loop;
 	struct admin_ctx *admin;
 	struct core *core;
-	uv_idle_t idle;
-	struct conn *hot;
+	struct engine *engine;
 	uv_timer_t hello_sweep; /* runs while some connection has not said HELLO */
-	uint64_t refused;	/* connections refused by the pre-HELLO caps, for the log */
+	uint64_t dropped;	/* silent connections dropped at the ceiling, for the log */
 };
-
-static void hot_unlink(struct clients *sp, struct conn *k)
-{
-	if (!k->hot)
-		return;
-	if (k->hot_prev)
-		k->hot_prev->hot_next = k->hot_next;
-	else
-		sp->hot = k->hot_next;
-	if (k->hot_next)
-		k->hot_next->hot_prev = k->hot_prev;
-	k->hot = false;
-	k->hot_prev = k->hot_next = NULL;
-	if (!sp->hot)
-		uv_idle_stop(&sp->idle);
-}
 
 static void conn_close(struct conn *k, const char *why);
 
-/* Poll one hot session. false: it left the list. */
-static bool spin_one(struct clients *sp, struct conn *k, uint64_t now)
+static void on_engine_fail(struct engine_ent *ent, int err)
 {
-	int r = XFER_EMPTY;
+	struct conn *k = (struct conn *)ent->s;
 
-	if (xfer_pending(&k->s)) {
-		r = xfer_run(&k->s, false, true);
-		k->hot_until = now + SQ_SPIN_NS;
-	} else if (now >= k->hot_until && !xfer_arm(&k->s)) {
-		r = xfer_run(&k->s, false, false);
-	} else if (now >= k->hot_until) {
-		r = XFER_IDLE;
-	}
-	if (r == XFER_EMPTY)
-		return true;
-	hot_unlink(sp, k);
-	if (r < 0)
-		conn_close(k, r == -EPROTO ? "corrupt submission ring" : strerror(-r));
-	return false;
+	conn_close(k, err == -EPROTO ? "corrupt submission ring" : strerror(-err));
 }
 
-static void on_spin(uv_idle_t *h)
-{
-	struct clients *sp = h->data;
-	uint64_t now = uv_hrtime();
-	struct conn *k = sp->hot, *next;
-
-	for (; k; k = next) {
-		next = k->hot_next;
-		spin_one(sp, k, now);
-	}
-}
-
-static void make_hot(struct clients *sp, struct conn *k)
-{
-	k->hot_until = uv_hrtime() + SQ_SPIN_NS;
-	if (k->hot)
-		return;
-	k->hot = true;
-	k->hot_prev = NULL;
-	k->hot_next = sp->hot;
-	if (sp->hot)
-		sp->hot->hot_prev = k;
-	else
-		uv_idle_start(&sp->idle, on_spin);
-	sp->hot = k;
-}
+static const struct engine_ops engine_ops = {
+	.fail = on_engine_fail,
+};
 
 static int send_reply(struct session *s, const void *buf, size_t len, const int *fds, int nfds)
 {
@@ -173,28 +115,32 @@ static const struct core_glue_ops glue_ops = {
 	.free = free_session,
 };
 
-int clients_new(uv_loop_t *loop, const struct config *cfg, struct admin_ctx *admin,
-		struct clients **ret)
+int clients_new(const struct clients_env *env, struct clients **ret)
 {
 	struct clients *c = calloc(1, sizeof(*c));
+	uv_loop_t *loop = env->loop;
 	int r;
 
 	if (!c)
 		return -ENOMEM;
-	r = core_new(cfg, &glue_ops, &c->core);
-	if (r == 0)
-		r = uv_idle_init(loop, &c->idle);
+	r = core_new(env->cfg, &glue_ops, &c->core);
+	if (r == 0) {
+		c->core->vlocal = env->vlocal;
+		c->core->wire_transport = env->wire_transport;
+		r = engine_new(loop, c->core, env->rdev, env->vlocal, env->ev, &engine_ops,
+			       &c->engine);
+	}
 	if (r == 0)
 		r = uv_timer_init(loop, &c->hello_sweep);
 	if (r < 0) {
+		engine_free(c->engine);
 		core_free(c->core);
 		free(c);
 		return r;
 	}
-	c->idle.data = c;
 	c->hello_sweep.data = c;
 	c->loop = loop;
-	c->admin = admin;
+	c->admin = env->admin;
 	*ret = c;
 	return 0;
 }
@@ -202,6 +148,11 @@ int clients_new(uv_loop_t *loop, const struct config *cfg, struct admin_ctx *adm
 struct core *clients_core(const struct clients *c)
 {
 	return c ? c->core : NULL;
+}
+
+struct engine *clients_engine(const struct clients *c)
+{
+	return c ? c->engine : NULL;
 }
 
 static void on_handle_closed(uv_handle_t *h)
@@ -222,8 +173,8 @@ static void conn_close(struct conn *k, const char *why)
 	if (k->closing)
 		return;
 	k->closing = true;
-	/* Unlinked now: the conn may be freed before the spinner runs again. */
-	hot_unlink(c, k);
+	/* Unlinked now: the conn may be freed before the engine runs again. */
+	engine_remove(c->engine, &k->ent);
 	/* Everything the client held goes now; the handles close asynchronously. */
 	admin_session_release(s);
 	session_release(s);
@@ -235,18 +186,22 @@ static void conn_close(struct conn *k, const char *why)
 		uv_close((uv_handle_t *)&k->sq_poll, on_handle_closed);
 }
 
+/* The client submitted while the engine slept: let it poll that ring. */
 static void on_sq(uv_poll_t *p, int status, int events)
 {
 	struct conn *k = p->data;
-	int r;
+	uint64_t v;
 
 	if (k->closing)
 		return;
-	r = status < 0 ? status : xfer_run(&k->s, true, true);
-	if (r == XFER_EMPTY)
-		make_hot(k->owner, k);
-	else if (r < 0)
-		conn_close(k, r == -EPROTO ? "corrupt submission ring" : strerror(-r));
+	if (status < 0) {
+		conn_close(k, uv_strerror(status));
+		return;
+	}
+	if (read(k->s.rings.sq_efd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: already drained. */
+	}
+	engine_kick(k->owner->engine, &k->ent);
 }
 
 static int start_sq(struct conn *k)
@@ -329,19 +284,14 @@ static void handle_packet(struct conn *k, char *buf, int n, int *fds, int nfds)
 		conn_close(k, r == -EPROTO ? "protocol violation" : strerror(-r));
 }
 
-static void on_readable(uv_poll_t *p, int status, int events)
+/* Up to CTRL_BUDGET packets; what is left is read on the next turn (level-triggered). */
+static void read_packets(struct conn *k)
 {
-	struct conn *k = p->data;
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
 	int fds[MAX_RECV_FDS];
 	const char *why = NULL;
 	int n, nfds = 0, budget = CTRL_BUDGET;
 
-	if (status < 0) {
-		conn_close(k, uv_strerror(status));
-		return;
-	}
-	/* The poll is level-triggered: what is left is read on the next turn. */
 	while (!k->closing && budget-- > 0 &&
 	       (n = read_packet(k, buf, sizeof(buf), fds, &nfds, &why)) != 0) {
 		if (n < 0) {
@@ -350,6 +300,17 @@ static void on_readable(uv_poll_t *p, int status, int events)
 		}
 		handle_packet(k, buf, n, fds, nfds);
 	}
+}
+
+static void on_readable(uv_poll_t *p, int status, int events)
+{
+	struct conn *k = p->data;
+
+	if (status < 0) {
+		conn_close(k, uv_strerror(status));
+		return;
+	}
+	read_packets(k);
 }
 
 static void read_comm(pid_t pid, char *buf, size_t len)
@@ -389,49 +350,66 @@ static void on_hello_sweep(uv_timer_t *t)
 		uv_timer_stop(t);
 }
 
-/* May a connection from @uid wait for its HELLO? Counts the ones already waiting. */
-static bool prehello_room(struct clients *c, uid_t uid)
+static bool silent(const struct session *s)
 {
-	unsigned all = 0, mine = 0;
-	struct session *s;
-
-	for (s = c->core->sessions; s; s = s->next) {
-		if (s->version || ((struct conn *)s)->closing)
-			continue;
-		all++;
-		mine += s->cred.uid == uid;
-	}
-	return all < PREHELLO_MAX && mine < PREHELLO_PER_UID;
+	return !s->version && !((const struct conn *)s)->closing;
 }
 
-static void refuse_prehello(struct clients *c, const struct ucred *cred)
+/* Over the ceiling: the oldest silent connection of the uid that holds the most. */
+static struct conn *prehello_victim(struct clients *c)
 {
-	/* One line per burst, not one per connection. */
-	if (c->refused++ % 1000 == 0)
-		log_warn("refusing connections from uid %d (pid %d): too many connections "
-			 "waiting to say HELLO (%llu refused so far)",
-			 (int)cred->uid, (int)cred->pid, (unsigned long long)c->refused);
+	struct session *s, *t;
+	struct conn *v = NULL;
+	unsigned all = 0, best = 0;
+
+	for (s = c->core->sessions; s; s = s->next)
+		all += silent(s);
+	if (all <= PREHELLO_MAX)
+		return NULL;
+	for (s = c->core->sessions; s; s = s->next) {
+		struct conn *k = (struct conn *)s;
+		unsigned mine = 0;
+
+		if (!silent(s))
+			continue;
+		for (t = c->core->sessions; t; t = t->next)
+			mine += silent(t) && t->cred.uid == s->cred.uid;
+		if (mine > best || (mine == best && k->accepted_at < v->accepted_at)) {
+			best = mine;
+			v = k;
+		}
+	}
+	return v;
+}
+
+/* Over the ceiling: drop the oldest silent connections of the biggest holders. */
+static void prehello_trim(struct clients *c)
+{
+	struct conn *k;
+
+	while ((k = prehello_victim(c))) {
+		/* One line per burst, not one per connection. */
+		if (c->dropped++ % 1000 == 0)
+			log_warn("%u connections are waiting to say HELLO: dropping the oldest of "
+				 "uid %d, which holds the most (%llu dropped so far)",
+				 PREHELLO_MAX, (int)k->s.cred.uid, (unsigned long long)c->dropped);
+		conn_close(k, NULL);
+	}
 }
 
 void clients_accept(struct clients *c, int fd)
 {
 	struct ucred cred;
 	socklen_t sl = sizeof(cred);
-	struct conn *k;
+	struct conn *k = NULL;
 	int r = 0;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &sl) < 0)
 		r = -errno;
-	else if (!prehello_room(c, cred.uid)) {
-		refuse_prehello(c, &cred);
-		close(fd);
-		return;
+	if (r == 0) {
+		k = calloc(1, sizeof(*k));
+		r = k ? uv_poll_init(c->loop, &k->poll, fd) : -ENOMEM;
 	}
-	k = r == 0 ? calloc(1, sizeof(*k)) : NULL;
-	if (r == 0 && !k)
-		r = -ENOMEM;
-	if (r == 0)
-		r = uv_poll_init(c->loop, &k->poll, fd);
 	if (r < 0) {
 		log_err("cannot accept a client: %s", strerror(-r));
 		free(k);
@@ -440,16 +418,22 @@ void clients_accept(struct clients *c, int fd)
 	}
 	k->fd = fd;
 	k->owner = c;
+	k->ent.s = &k->s;
 	k->poll.data = k;
 	k->open_handles = 1;
 	k->accepted_at = uv_hrtime();
-	if (!uv_is_active((uv_handle_t *)&c->hello_sweep))
-		uv_timer_start(&c->hello_sweep, on_hello_sweep, HELLO_SWEEP_MS, HELLO_SWEEP_MS);
 	session_init(c->core, &k->s, &cred);
 	read_comm(cred.pid, k->s.comm, sizeof(k->s.comm));
 	uv_poll_start(&k->poll, UV_READABLE | UV_DISCONNECT, on_readable);
 	log_debug("client %u connected: pid %d uid %d gid %d (%s)", k->s.id, (int)cred.pid,
 		  (int)cred.uid, (int)cred.gid, k->s.comm);
+	/* Its HELLO is usually there already: answer it now, not after the burst. */
+	read_packets(k);
+	if (k->closing || k->s.version)
+		return;
+	if (!uv_is_active((uv_handle_t *)&c->hello_sweep))
+		uv_timer_start(&c->hello_sweep, on_hello_sweep, HELLO_SWEEP_MS, HELLO_SWEEP_MS);
+	prehello_trim(c);
 }
 
 void clients_shutdown(struct clients *c)
@@ -460,8 +444,8 @@ void clients_shutdown(struct clients *c)
 		return;
 	for (s = c->core->sessions; s; s = s->next)
 		conn_close((struct conn *)s, NULL);
-	if (!uv_is_closing((uv_handle_t *)&c->idle))
-		uv_close((uv_handle_t *)&c->idle, NULL);
+	engine_free(c->engine);
+	c->engine = NULL;
 	if (!uv_is_closing((uv_handle_t *)&c->hello_sweep))
 		uv_close((uv_handle_t *)&c->hello_sweep, NULL);
 }

@@ -15,12 +15,25 @@
 struct admin_ctx;
 struct clients;
 struct core;
+struct engine;
+struct evloop;
+struct rdev;
+struct vlocal;
 
-/* Admin requests go to @admin (admin.h). */
-int clients_new(uv_loop_t *loop, const struct config *cfg, struct admin_ctx *admin,
-		struct clients **ret);
-/* The client core the glue drives. */
+struct clients_env {
+	uv_loop_t *loop;
+	const struct config *cfg;
+	struct admin_ctx *admin;   /* admin requests go there (admin.h) */
+	struct rdev *rdev;	   /* NULL on tcp: the engine polls its CQ */
+	struct vlocal *vlocal;	   /* NULL on tcp */
+	struct evloop *ev;	   /* its "soon" work runs at the end of each engine pass */
+	uint16_t wire_transport;   /* enum rp_wire_transport */
+};
+
+int clients_new(const struct clients_env *env, struct clients **ret);
+/* The client core the glue drives, and the engine that runs its data path. */
 struct core *clients_core(const struct clients *c);
+struct engine *clients_engine(const struct clients *c);
 /* Take ownership of an accepted, non-blocking, CLOEXEC socket. */
 void clients_accept(struct clients *c, int fd);
 /* Begin closing every session (their handles close asynchronously). */

@@ -137,6 +137,8 @@ struct session {
 	struct idtab dests;	/* struct dest * */
 	struct stats_session stats;
 	struct admin_session *admin; /* admin.c's per-session state */
+	struct session *dirty_next;  /* in core->dirty: completions written, not yet published */
+	bool dirty;
 };
 
 /* A handle to another daemon's export: what its LOOKUP answered. */
@@ -176,6 +178,13 @@ struct core {
 	struct endpoint *endpoints;
 	size_t n_regions; /* live mappings, for status */
 	uint64_t bytes;
+	/*
+	 * While the engine runs a pass, completions are written but published
+	 * (producer index, doorbell) once per session at the end of the pass:
+	 * core_publish(). Otherwise each is published at once.
+	 */
+	bool batching;
+	struct session *dirty;
 };
 
 int core_new(const struct config *cfg, const struct core_glue_ops *glue, struct core **ret);
@@ -208,6 +217,11 @@ int xfer_reserve(struct session *s);
 void xfer_release(struct session *s);
 /* Post one completion into a reserved slot (rings the doorbell if the client sleeps). */
 void xfer_complete(struct session *s, const struct rp_cqe *cqe);
+/*
+ * Publish the completions written during a pass: one producer store and at
+ * most one doorbell per session.
+ */
+void core_publish(struct core *c);
 
 /* ---- region.c ---- */
 
@@ -374,18 +388,16 @@ void recv_finish(struct core *c, struct op *rop, uint64_t len, int status);
 /* ---- xfer.c ---- */
 
 enum xfer_result {
-	XFER_IDLE,    /* the ring ran empty: the doorbell is armed */
-	XFER_EMPTY,   /* the ring ran empty, doorbell left unarmed (the caller keeps polling) */
+	XFER_EMPTY,   /* the ring ran empty (its doorbell is not armed: see xfer_arm()) */
 	XFER_STALLED, /* no completion space: the client's next reap rings the doorbell */
-	XFER_YIELD,   /* the batch budget is used up: more is waiting, run again soon */
+	XFER_YIELD,   /* the batch budget is used up: more is waiting, run again */
 };
 
 /*
- * Drain and execute submissions (@doorbell: woken by the client's eventfd,
- * which is drained; @spin: leave the doorbell unarmed when the ring runs
- * empty). enum xfer_result, or -EPROTO when the client corrupted its ring.
+ * Drain and start the submissions waiting in @s's ring, up to a batch:
+ * enum xfer_result, or -EPROTO when the client corrupted its ring.
  */
-int xfer_run(struct session *s, bool doorbell, bool spin);
+int xfer_run(struct session *s);
 /* A submission is waiting (a cheap shared-memory read). */
 bool xfer_pending(struct session *s);
 /* Arm the doorbell before sleeping; false if a submission raced in (run again). */

@@ -2,26 +2,48 @@
 /*
  * evloop.h on the manager's libuv loop. A timer is a uv_timer_t, a watch a
  * uv_poll_t; both are freed in their close callbacks, as libuv requires.
- * A timer started with 0 ms uses an idle handle instead, so its callback
- * runs in this loop turn, before the loop polls.
+ * A timer started with 0 ms runs "soon": at the end of the engine's current
+ * pass (evloop_uv_run_soon), or from an idle handle in this loop turn,
+ * before the loop polls, when no pass runs.
  */
 #include "evloop_uv.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 struct uvev {
 	struct evloop ev; /* first */
 	uv_loop_t *loop;
+	struct ev_timer *soon; /* started with 0 ms: run at the end of the engine's pass */
 };
 
 struct ev_timer {
 	uv_timer_t timer;
-	uv_idle_t idle;
+	uv_idle_t idle; /* runs it soon when no engine pass does */
+	struct uvev *u;
+	struct ev_timer *soon_next;
+	bool soon;
 	unsigned open;
 	void (*cb)(void *arg);
 	void *arg;
 };
+
+static void soon_remove(struct ev_timer *t)
+{
+	struct ev_timer **pp;
+
+	if (!t->soon)
+		return;
+	t->soon = false;
+	uv_idle_stop(&t->idle);
+	for (pp = &t->u->soon; *pp; pp = &(*pp)->soon_next)
+		if (*pp == t) {
+			*pp = t->soon_next;
+			t->soon_next = NULL;
+			break;
+		}
+}
 
 struct ev_watch {
 	uv_poll_t poll;
@@ -40,8 +62,29 @@ static void on_idle(uv_idle_t *h)
 {
 	struct ev_timer *t = h->data;
 
-	uv_idle_stop(h);
+	soon_remove(t);
 	t->cb(t->arg);
+}
+
+void evloop_uv_run_soon(struct evloop *ev)
+{
+	struct uvev *u = (struct uvev *)ev;
+	struct ev_timer *t, *list;
+
+	if (!u)
+		return;
+	/* Those started again by these callbacks run at the next pass. */
+	list = u->soon;
+	u->soon = NULL;
+	while ((t = list)) {
+		list = t->soon_next;
+		t->soon_next = NULL;
+		if (!t->soon)
+			continue; /* stopped or freed by an earlier callback */
+		t->soon = false;
+		uv_idle_stop(&t->idle);
+		t->cb(t->arg);
+	}
 }
 
 static int timer_new(struct evloop *ev, void (*cb)(void *arg), void *arg, struct ev_timer **ret)
@@ -53,6 +96,7 @@ static int timer_new(struct evloop *ev, void (*cb)(void *arg), void *arg, struct
 		return -ENOMEM;
 	t->cb = cb;
 	t->arg = arg;
+	t->u = u;
 	uv_timer_init(u->loop, &t->timer);
 	uv_idle_init(u->loop, &t->idle);
 	t->timer.data = t->idle.data = t;
@@ -66,6 +110,11 @@ static void timer_start(struct ev_timer *t, uint64_t ms, uint64_t repeat_ms)
 	if (uv_is_closing((uv_handle_t *)&t->timer))
 		return;
 	if (ms == 0 && repeat_ms == 0) {
+		if (t->soon)
+			return;
+		t->soon = true;
+		t->soon_next = t->u->soon;
+		t->u->soon = t;
 		uv_idle_start(&t->idle, on_idle);
 		return;
 	}
@@ -75,7 +124,7 @@ static void timer_start(struct ev_timer *t, uint64_t ms, uint64_t repeat_ms)
 static void timer_stop(struct ev_timer *t)
 {
 	uv_timer_stop(&t->timer);
-	uv_idle_stop(&t->idle);
+	soon_remove(t);
 }
 
 static void on_timer_closed(uv_handle_t *h)
@@ -88,6 +137,7 @@ static void on_timer_closed(uv_handle_t *h)
 
 static void timer_free(struct ev_timer *t)
 {
+	soon_remove(t);
 	uv_close((uv_handle_t *)&t->timer, on_timer_closed);
 	uv_close((uv_handle_t *)&t->idle, on_timer_closed);
 }

@@ -34,6 +34,7 @@ RP_DAEMON_PEERS = \
 RP_DAEMON_GLUE = \
 	daemon/evloop_uv.c daemon/evloop_uv.h \
 	daemon/tcp_uv.c daemon/tcp_uv.h \
+	daemon/engine.c daemon/engine.h \
 	daemon/clients.c daemon/clients.h \
 	daemon/listener.c daemon/listener.h \
 	daemon/notify.c daemon/notify.h \

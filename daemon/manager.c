@@ -12,6 +12,7 @@
 
 #include "clients.h"
 #include "core.h"
+#include "engine.h"
 #include "evloop_uv.h"
 #include "log.h"
 #include "manager_uv.h"
@@ -146,50 +147,15 @@ static void on_listen(uv_poll_t *h, int status, int events)
 	accept_all(m);
 }
 
-/*
- * Spin-then-arm: after a drain that found work, keep polling the CQ (pure
- * user space on rxe) while completions keep coming, and give up COMP_SPIN_NS
- * after the last one, so back-to-back operations do not each pay an eventfd
- * wakeup (~100-190 us in the test guest) while an idle daemon still sleeps.
- * The CQ was re-armed before the first drain, so nothing is missed; the
- * total is capped so one busy CQ cannot starve the rest of the loop.
- */
-#define COMP_SPIN_NS 20000
-#define COMP_SPIN_MAX_NS 200000
-
-static int comp_spin(struct manager *m)
-{
-	uint64_t start = uv_hrtime(), last = start, now;
-	int n, total = 0;
-
-	do {
-		n = rdev_cq_drain(m->rdev);
-		if (n < 0)
-			return n;
-		now = uv_hrtime();
-		if (n > 0) {
-			total += n;
-			last = now;
-		}
-	} while (now - last < COMP_SPIN_NS && now - start < COMP_SPIN_MAX_NS);
-	return total;
-}
-
 static void on_comp(uv_poll_t *h, int status, int events)
 {
 	struct manager *m = h->data;
-	int r;
 
 	if (status < 0) {
 		log_err("completion channel: %s", uv_strerror(status));
 		return;
 	}
-	r = rdev_cq_event(m->rdev);
-	stats_count_cq(r);
-	if (r > 0)
-		r = comp_spin(m);
-	if (r < 0)
-		log_err("completion queue: %s", strerror(-r));
+	engine_cq_event(clients_engine(m->clients));
 }
 
 static void on_async(uv_poll_t *h, int status, int events)
@@ -391,9 +357,7 @@ static int open_peers(struct manager *m)
 	};
 	int r;
 
-	r = evloop_uv_new(&m->lp->loop, &m->lp->ev);
-	if (r == 0)
-		r = tcp_transport_new(&m->lp->loop, &env.tcp);
+	r = tcp_transport_new(&m->lp->loop, &env.tcp);
 	if (r == 0 && m->transport == RP_TRANSPORT_VERBS) {
 		r = verbs_transport_new(m->rdev, m->cfg, m->incarnation, m->lp->ev, &env.verbs);
 		if (r < 0) {
@@ -426,6 +390,7 @@ static void admin_init(struct manager *m)
 
 static int open_all(struct manager *m)
 {
+	struct clients_env cenv = { 0 };
 	char why[512];
 	int r;
 
@@ -442,16 +407,24 @@ static int open_all(struct manager *m)
 		log_notice("the default socket directory is not writable by this user; listening on "
 			   "%s instead (set RDMAPROXY_SOCKET=%s for clients)",
 			   m->listener.path, m->listener.path);
-	r = clients_new(&m->lp->loop, m->cfg, &m->admin, &m->clients);
+	r = evloop_uv_new(&m->lp->loop, &m->lp->ev);
+	if (r < 0)
+		return r;
+	cenv.loop = &m->lp->loop;
+	cenv.cfg = m->cfg;
+	cenv.admin = &m->admin;
+	cenv.rdev = m->rdev;
+	cenv.vlocal = m->vlocal;
+	cenv.ev = m->lp->ev;
+	cenv.wire_transport = m->transport == RP_TRANSPORT_VERBS ? RP_WIRE_TRANSPORT_VERBS
+								 : RP_WIRE_TRANSPORT_TCP;
+	r = clients_new(&cenv, &m->clients);
 	if (r < 0) {
 		log_err("cannot set up client sessions: %s", strerror(-r));
 		return r;
 	}
 	m->core = clients_core(m->clients);
 	m->admin.core = m->core;
-	m->core->vlocal = m->vlocal;
-	m->core->wire_transport = m->transport == RP_TRANSPORT_VERBS ? RP_WIRE_TRANSPORT_VERBS
-								       : RP_WIRE_TRANSPORT_TCP;
 	r = open_peers(m);
 	if (r < 0) {
 		log_err("cannot set up peers: %s", strerror(-r));

@@ -246,21 +246,23 @@ int rdev_cq_drain(struct rdev *d)
 	return n < 0 ? n : total;
 }
 
-int rdev_cq_event(struct rdev *d)
+int rdev_cq_take_event(struct rdev *d)
 {
 	struct ibv_cq *cq;
-	int r;
+	int r = vx_get_cq_event(d->chan, &cq);
 
-	r = vx_get_cq_event(d->chan, &cq);
 	if (r < 0)
 		return r == -EAGAIN ? 0 : r;
 	if (++d->unacked >= CQ_ACK_BATCH) {
 		ibv_ack_cq_events(cq, d->unacked);
 		d->unacked = 0;
 	}
-	/* Re-arm before draining so a completion that lands in between raises an event. */
-	r = vx_req_notify_cq(cq);
-	return r < 0 ? r : rdev_cq_drain(d);
+	return 1;
+}
+
+int rdev_cq_arm(struct rdev *d)
+{
+	return vx_req_notify_cq(d->cq);
 }
 
 static bool event_is_fatal(enum ibv_event_type t)

@@ -68,11 +68,18 @@ struct ibv_pd *rdev_pd(const struct rdev *d);
 struct ibv_cq *rdev_cq(const struct rdev *d);
 
 /*
- * Completion-channel readiness: get the event, acknowledge (batched), re-arm,
- * then drain the CQ into the handler. Returns completions handled or -errno.
+ * The CQ is polled while the daemon is busy and raises an event only when
+ * armed, which the engine does just before it sleeps:
+ *   rdev_cq_take_event()  the completion channel is readable: take the event
+ *                         (acknowledged in batches). 1: taken, 0: none; the
+ *                         CQ is disarmed until rdev_cq_arm().
+ *   rdev_cq_arm()         ask for an event on the next completion. 0 or -errno.
+ *   rdev_cq_drain()       hand every completion there is to its owner: how
+ *                         many, or -errno. Arm, then drain once more before
+ *                         sleeping: one may have landed in between.
  */
-int rdev_cq_event(struct rdev *d);
-/* Poll without waiting for an event (used when spinning). */
+int rdev_cq_take_event(struct rdev *d);
+int rdev_cq_arm(struct rdev *d);
 int rdev_cq_drain(struct rdev *d);
 
 /*

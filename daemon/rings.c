@@ -91,19 +91,50 @@ void xfer_release(struct session *s)
 		s->rings.cq_reserved--;
 }
 
-void xfer_complete(struct session *s, const struct rp_cqe *cqe)
+/* Make the completions written so far visible, and ring if the client sleeps. */
+static void publish(struct session *s)
 {
 	struct rings *r = &s->rings;
 	uint64_t one = 1;
+
+	if (s->dead || !r->base)
+		return;
+	rp_ring_store(&r->v.cq->producer, r->cq_tail);
+	if (rp_ring_take_wakeup(r->v.cq, RP_RING_NEED_WAKEUP) &&
+	    write(r->cq_efd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, so the client is awake anyway. */
+	}
+}
+
+void xfer_complete(struct session *s, const struct rp_cqe *cqe)
+{
+	struct rings *r = &s->rings;
+	struct core *c = s->core;
 
 	xfer_release(s);
 	if (s->dead || !r->base)
 		return;
 	r->v.cqes[r->cq_tail & (r->v.cq_entries - 1)] = *cqe;
 	r->cq_tail++;
-	rp_ring_store(&r->v.cq->producer, r->cq_tail);
-	if (rp_ring_take_wakeup(r->v.cq, RP_RING_NEED_WAKEUP) &&
-	    write(r->cq_efd, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is saturated, so the client is awake anyway. */
+	if (!c->batching) {
+		publish(s);
+		return;
+	}
+	if (!s->dirty) {
+		s->dirty = true;
+		s->dirty_next = c->dirty;
+		c->dirty = s;
+	}
+}
+
+void core_publish(struct core *c)
+{
+	struct session *s;
+
+	while ((s = c->dirty)) {
+		c->dirty = s->dirty_next;
+		s->dirty = false;
+		s->dirty_next = NULL;
+		publish(s);
 	}
 }

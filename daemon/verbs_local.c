@@ -16,13 +16,16 @@
 #define VL_TIMEOUT 14 /* 4.096 us * 2^14 = 67 ms */
 #define VL_RETRY 7
 #define VL_MAX_RD_ATOMIC 16
+/* Payloads up to this size are posted inline (copied into the WR): no DMA lookup. */
+#define VL_INLINE 256
+/* Signal at least every this many WRs, and always the last of a post list. */
+#define VL_SIGNAL_EVERY 16
 
 struct vmr {
 	struct ibv_mr *mr;
 };
 
 struct vl_op {
-	struct rdev_wr wr;
 	struct vl_op *next;
 	struct vlocal *v;
 	void *user;
@@ -30,7 +33,15 @@ struct vl_op {
 	uint64_t laddr, raddr, len, posted_bytes;
 	uint32_t lkey, rkey;
 	unsigned inflight;
+	bool all_posted; /* every chunk is on the send queue: it left the backlog */
 	int status;
+};
+
+/* One send-queue slot; every WR carries one as wr_id. */
+struct vl_slot {
+	struct rdev_wr w;
+	struct vlocal *v;
+	struct vl_op *op;
 };
 
 struct vlocal {
@@ -38,8 +49,15 @@ struct vlocal {
 	struct ibv_qp *qp;
 	vlocal_done_fn done;
 	uint32_t depth;
-	uint32_t posted; /* WRs on the send queue */
+	uint32_t posted; /* WRs on the send queue: slots [s_tail, s_head) */
+	uint32_t s_head, s_tail;
+	struct vl_slot *slots;
+	struct ibv_send_wr *wrv; /* one post list */
+	struct ibv_sge *sgev;
+	uint32_t unsignaled;
 	uint32_t max_msg;
+	uint32_t max_inline;
+	bool deferred; /* post in vlocal_flush() only (the engine's pass) */
 	bool broken;
 	bool closing;
 	unsigned recoveries;
@@ -149,6 +167,8 @@ static int bring_up(struct vlocal *v, uint8_t port)
 	return r;
 }
 
+static void on_wc(struct rdev_wr *w, const struct ibv_wc *wc);
+
 int vlocal_new(struct rdev *d, uint32_t depth, int gid_index, vlocal_done_fn done,
 	       struct vlocal **ret, char *why, size_t whylen)
 {
@@ -168,11 +188,31 @@ int vlocal_new(struct rdev *d, uint32_t depth, int gid_index, vlocal_done_fn don
 	ia.cap.max_send_wr = depth;
 	ia.cap.max_recv_wr = 1;
 	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = VL_INLINE;
+	v->slots = calloc(depth, sizeof(*v->slots));
+	v->wrv = calloc(depth, sizeof(*v->wrv));
+	v->sgev = calloc(depth, sizeof(*v->sgev));
+	if (!v->slots || !v->wrv || !v->sgev) {
+		r = -ENOMEM;
+		snprintf(why, whylen, "loopback QP slots: %s", strerror(-r));
+		goto out_free;
+	}
 	r = vx_create_qp(rdev_pd(d), &ia, &v->qp);
+	if (r < 0 && ia.cap.max_inline_data) {
+		/* The device takes no inline data (or less): post everything by reference. */
+		ia.cap.max_inline_data = 0;
+		r = vx_create_qp(rdev_pd(d), &ia, &v->qp);
+	}
 	if (r < 0) {
 		snprintf(why, whylen, "creating the loopback QP: %s", strerror(-r));
 		goto out_free;
 	}
+	v->max_inline = ia.cap.max_inline_data; /* what the provider granted */
+	for (r = 0; r < (int)depth; r++) {
+		v->slots[r].w.done = on_wc;
+		v->slots[r].v = v;
+	}
+	r = 0;
 	rdev_query(d, &info);
 	r = self_path(v, (uint8_t)info.port, gid_index, why, whylen);
 	if (r < 0)
@@ -259,6 +299,9 @@ struct vlocal *vlocal_free(struct vlocal *v)
 	}
 	if (v->qp)
 		vx_destroy_qp(v->qp);
+	free(v->slots);
+	free(v->wrv);
+	free(v->sgev);
 	free(v);
 	return NULL;
 }
@@ -345,77 +388,166 @@ static void recover(struct vlocal *v)
 	}
 }
 
-static void on_wc(struct rdev_wr *w, const struct ibv_wc *wc)
+static void unqueue(struct vlocal *v, struct vl_op *op)
 {
-	struct vl_op *op = (struct vl_op *)w;
-	struct vlocal *v = op->v;
-	int st = wc_status(wc->status);
+	if (v->head != op)
+		return;
+	v->head = op->next;
+	if (!v->head)
+		v->tail = NULL;
+}
 
+/* Report @op once nothing of it is on the send queue and nothing more will be. */
+static void op_check(struct vlocal *v, struct vl_op *op)
+{
+	if (op->inflight || (!op->all_posted && !op->status))
+		return;
+	unqueue(v, op); /* an op that failed part-way leaves the backlog too */
+	op_finish(op);
+}
+
+/* One WR of its op is done: @st 0 or its failure. */
+static void retire(struct vlocal *v, struct vl_slot *s, int st)
+{
+	struct vl_op *op = s->op;
+
+	s->op = NULL;
+	v->s_tail++;
 	v->posted--;
 	op->inflight--;
 	if (st && !op->status)
 		op->status = st;
+	op_check(v, op);
+}
+
+/*
+ * The send queue completes in order, and only some WRs are signalled: a
+ * completion retires every slot up to its own, the earlier ones with
+ * success (an error or a flush has a completion of its own).
+ */
+static void on_wc(struct rdev_wr *w, const struct ibv_wc *wc)
+{
+	struct vl_slot *s = (struct vl_slot *)w, *t;
+	struct vlocal *v = s->v;
+
 	if (wc->status != IBV_WC_SUCCESS)
 		v->broken = true;
-	if (op->inflight == 0 && (op->posted_bytes == op->len || op->status)) {
-		/* An op that failed part-way is dropped from the backlog too. */
-		if (v->head == op) {
-			v->head = op->next;
-			if (!v->head)
-				v->tail = NULL;
-		}
-		op_finish(op);
-	}
+	do {
+		t = &v->slots[v->s_tail % v->depth];
+		retire(v, t, t == s ? wc_status(wc->status) : 0);
+	} while (t != s && v->s_head != v->s_tail);
 	if (v->closing)
 		return;
 	if (v->broken && v->posted == 0)
 		recover(v);
-	post_pending(v);
+	if (!v->deferred)
+		post_pending(v);
 }
 
-static int post_chunk(struct vlocal *v, struct vl_op *op)
+/* Add the next chunk of @op as WR @i of the post list. */
+static void add_chunk(struct vlocal *v, struct vl_op *op, uint32_t i)
 {
 	uint64_t n = op->len - op->posted_bytes;
-	struct ibv_sge sge;
-	struct ibv_send_wr wr = { 0 }, *bad;
-	int r;
+	struct vl_slot *s = &v->slots[v->s_head % v->depth];
+	struct ibv_send_wr *wr = &v->wrv[i];
+	struct ibv_sge *sge = &v->sgev[i];
 
 	if (n > v->max_msg)
 		n = v->max_msg;
-	sge.addr = op->laddr + op->posted_bytes;
-	sge.length = (uint32_t)n;
-	sge.lkey = op->lkey;
-	wr.wr_id = (uintptr_t)&op->wr;
-	wr.sg_list = &sge;
-	wr.num_sge = n ? 1 : 0;
-	wr.opcode = op->opcode;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = op->raddr + op->posted_bytes;
-	wr.wr.rdma.rkey = op->rkey;
-	r = vx_post_send(v->qp, &wr, &bad);
-	if (r < 0)
-		return r;
+	memset(wr, 0, sizeof(*wr));
+	sge->addr = op->laddr + op->posted_bytes;
+	sge->length = (uint32_t)n;
+	sge->lkey = op->lkey;
+	wr->wr_id = (uintptr_t)&s->w;
+	wr->sg_list = sge;
+	wr->num_sge = n ? 1 : 0;
+	wr->opcode = op->opcode;
+	/* Small writes are copied into the WR: the device need not look the data up. */
+	if (op->opcode == IBV_WR_RDMA_WRITE && n && n <= v->max_inline)
+		wr->send_flags |= IBV_SEND_INLINE;
+	wr->wr.rdma.remote_addr = op->raddr + op->posted_bytes;
+	wr->wr.rdma.rkey = op->rkey;
+	s->op = op;
 	op->posted_bytes += n;
 	op->inflight++;
+	op->all_posted = op->posted_bytes == op->len;
+	v->s_head++;
 	v->posted++;
-	return 0;
 }
 
+/* A failed post: the WRs from @first on were never queued. */
+static void take_back(struct vlocal *v, uint32_t first, uint32_t n, int err)
+{
+	uint32_t i;
+
+	for (i = n; i-- > first;) {
+		struct vl_slot *s = &v->slots[(v->s_head - 1) % v->depth];
+		struct vl_op *op = s->op;
+
+		s->op = NULL;
+		v->s_head--;
+		v->posted--;
+		op->inflight--;
+		op->posted_bytes -= v->wrv[i].num_sge ? v->sgev[i].length : 0;
+		op->all_posted = false;
+		if (!op->status)
+			op->status = err;
+	}
+	for (i = first; i < n; i++) {
+		struct vl_op *op = ((struct vl_slot *)(uintptr_t)v->wrv[i].wr_id)->op;
+
+		if (op)
+			op_check(v, op);
+	}
+}
+
+/* Post what waits, as one post list: one system call on rxe however many WRs. */
 static void post_pending(struct vlocal *v)
 {
-	struct vl_op *op;
+	struct ibv_send_wr *bad = NULL;
+	struct vl_op *op, *next;
+	uint32_t n = 0, i;
+	int r;
 
-	while ((op = v->head) && !v->broken && v->posted < v->depth) {
-		if (op->status == 0 && post_chunk(v, op) < 0)
-			op->status = -EIO;
-		if (op->posted_bytes < op->len && op->status == 0)
+	for (op = v->head; op && !v->broken && v->posted < v->depth; op = next) {
+		next = op->next;
+		if (op->status) { /* failed part-way: nothing more of it is posted */
+			unqueue(v, op);
+			op_check(v, op);
 			continue;
-		v->head = op->next;
-		if (!v->head)
-			v->tail = NULL;
-		if (op->inflight == 0)
-			op_finish(op);
+		}
+		add_chunk(v, op, n++);
+		if (!op->all_posted)
+			next = op; /* its next chunk, while there is room */
+		else
+			unqueue(v, op); /* it ends with its completions */
 	}
+	if (!n)
+		return;
+	for (i = 0; i < n; i++) {
+		bool last = i + 1 == n;
+
+		v->wrv[i].next = last ? NULL : &v->wrv[i + 1];
+		if (last || ++v->unsignaled >= VL_SIGNAL_EVERY) {
+			v->wrv[i].send_flags |= IBV_SEND_SIGNALED;
+			v->unsignaled = 0;
+		}
+	}
+	r = vx_post_send(v->qp, v->wrv, &bad);
+	if (r < 0)
+		take_back(v, bad ? (uint32_t)(bad - v->wrv) : 0, n, -EIO);
+}
+
+void vlocal_flush(struct vlocal *v)
+{
+	if (v)
+		post_pending(v);
+}
+
+void vlocal_defer(struct vlocal *v, bool deferred)
+{
+	if (v)
+		v->deferred = deferred;
 }
 
 static int submit(struct vlocal *v, enum ibv_wr_opcode opc, struct vmr *l, uint64_t loff,
@@ -429,7 +561,6 @@ static int submit(struct vlocal *v, enum ibv_wr_opcode opc, struct vmr *l, uint6
 	op = op_alloc(v);
 	if (!op)
 		return -ENOMEM;
-	op->wr.done = on_wc;
 	op->v = v;
 	op->user = user;
 	op->opcode = opc;
@@ -443,7 +574,8 @@ static int submit(struct vlocal *v, enum ibv_wr_opcode opc, struct vmr *l, uint6
 	else
 		v->head = op;
 	v->tail = op;
-	post_pending(v);
+	if (!v->deferred)
+		post_pending(v);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #ifndef RP_DAEMON_VERBS_LOCAL_H
 #define RP_DAEMON_VERBS_LOCAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,14 @@ int vlocal_write(struct vlocal *v, struct vmr *src, uint64_t soff, struct vmr *d
 /* Copy @len bytes from @src+@soff into @dst+@doff with an RDMA READ. */
 int vlocal_read(struct vlocal *v, struct vmr *dst, uint64_t doff, struct vmr *src, uint64_t soff,
 		uint64_t len, void *user);
+
+/*
+ * Batching: while deferred, vlocal_write()/vlocal_read() only queue, and
+ * vlocal_flush() posts everything queued as one post list (the engine does
+ * both around each pass). Not deferred, every call posts at once.
+ */
+void vlocal_defer(struct vlocal *v, bool deferred);
+void vlocal_flush(struct vlocal *v);
 
 /* For status and tests. */
 uint32_t vlocal_qp_num(const struct vlocal *v);

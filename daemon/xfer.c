@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "memguard.h"
 #include "verbs_local.h"
@@ -253,38 +252,22 @@ bool xfer_arm(struct session *s)
 	return false;
 }
 
-int xfer_run(struct session *s, bool doorbell, bool spin)
+int xfer_run(struct session *s)
 {
-	struct rings *r = &s->rings;
 	unsigned budget = XFER_BATCH;
-	uint64_t v;
 	int rc;
 
-	if (s->dead || !r->base)
-		return XFER_IDLE;
-	if (doorbell && read(r->sq_efd, &v, sizeof(v)) < 0) {
-		/* EAGAIN: woken by the loop, not the client. */
-	}
+	if (s->dead || !s->rings.base)
+		return XFER_EMPTY;
 	for (;;) {
 		rc = drain(s, &budget);
 		if (rc < 0)
 			return rc;
 		if (rc == DRAIN_STALLED)
 			return XFER_STALLED; /* the client's next reap rings us */
-		if (rc == DRAIN_MORE && !budget) {
-			/* Yield to other clients; come back on the next loop turn. */
-			v = 1;
-			if (write(r->sq_efd, &v, sizeof(v)) < 0) {
-				/* Saturated counter: already readable. */
-			}
-			return XFER_YIELD;
-		}
-		if (rc == DRAIN_MORE)
-			continue;
-		/* Empty: the caller polls a while longer, or the client must ring. */
-		if (spin)
+		if (rc == DRAIN_EMPTY)
 			return XFER_EMPTY;
-		if (xfer_arm(s))
-			return XFER_IDLE;
+		if (!budget)
+			return XFER_YIELD; /* the other clients' turn; more next pass */
 	}
 }

@@ -232,13 +232,16 @@ RP_EXPORT int rp_send(struct rp_client *c, const char *peer, const char *endpoin
 
 /*
  * Reap up to @max completions without blocking. Returns how many were
- * stored (0: none; in that case the daemon has been asked to signal rp_fd()
- * when more arrive), or -RP_EDAEMON / -EINVAL.
+ * stored (0: none), or -RP_EDAEMON / -EINVAL. Once rp_fd() has been called,
+ * an empty rp_poll() also asks the daemon to signal rp_fd() when more
+ * arrive; without it, nothing is armed (a busy poller costs the daemon no
+ * system call per completion).
  */
 RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max);
 /*
  * Like rp_poll(), but wait up to @timeout_ms (-1: forever) for at least one.
- * Returns the count, 0 on timeout, -EINTR, -RP_EDAEMON.
+ * Returns the count, 0 on timeout, -EINTR, -RP_EDAEMON. How it waits is the
+ * client's wait mode (rp_set_wait_mode()).
  */
 RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max, int timeout_ms);
 /*
@@ -246,6 +249,20 @@ RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max,
  * Wait for it only after rp_poll() returned 0; then call rp_poll() again.
  */
 RP_EXPORT int rp_fd(const struct rp_client *c);
+
+/* How rp_wait() waits. The default comes from RDMAPROXY_WAIT (adaptive, busy, sleep). */
+enum rp_wait_mode {
+	/*
+	 * For a shared host (the default): spin a short, adaptive while (with
+	 * `pause`, then yielding the CPU), then sleep on the doorbell.
+	 */
+	RP_WAIT_ADAPTIVE = 0,
+	/* For a thread pinned to a core of its own: poll until the timeout, never sleep. */
+	RP_WAIT_BUSY = 1,
+	/* Sleep on the doorbell at once: least CPU, most latency. */
+	RP_WAIT_SLEEP = 2,
+};
+RP_EXPORT int rp_set_wait_mode(struct rp_client *c, int mode);
 
 /* A static, human-readable explanation of any code these functions return. */
 RP_EXPORT const char *rp_strerror(int err);

@@ -43,6 +43,7 @@ RP_EXPORT int rp_connect(const char *path, struct rp_client **ret)
 	if (!c)
 		return -ENOMEM;
 	c->sq_efd = c->cq_efd = -1;
+	client_wait_init(c);
 	r = conn_open(&c->conn, path, fds);
 	if (r < 0) {
 		free(c);

@@ -47,6 +47,9 @@ struct rp_client {
 	uint32_t sq_tail; /* private producer index */
 	uint32_t cq_head; /* private consumer index */
 	bool dead;
+	bool fd_user; /* rp_fd() was asked for: empty polls must leave the doorbell armed */
+	uint8_t wait_mode;    /* enum rp_wait_mode */
+	uint32_t spin_ns;     /* rp_wait()'s current spin before sleeping (adaptive) */
 	uint64_t next_check_ns; /* when an empty poll next looks at the daemon's socket */
 	struct rp_region **regions; /* by id - 1 */
 	uint32_t n_regions;
@@ -57,6 +60,8 @@ struct rp_client {
 
 /* ring.c */
 int client_submit(struct rp_client *c, const struct rp_sqe *q);
+/* The waiting policy from RDMAPROXY_WAIT (rp_connect()). */
+void client_wait_init(struct rp_client *c);
 /* Check a region and a range of it for an operation of @c. */
 int client_check_range(struct rp_client *c, const struct rp_region *r, size_t off, size_t len);
 

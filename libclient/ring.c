@@ -7,14 +7,26 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 /* An empty rp_poll() looks at the daemon's socket (a system call) at most this often. */
 #define LIVENESS_CHECK_NS 10000000ull
-/* rp_wait() polls this long before it arms the doorbell and sleeps. */
-#define WAIT_SPIN_NS 50000ull
+/*
+ * rp_wait() spins before it arms the doorbell and sleeps, since a
+ * completion is often microseconds away and a wake-up costs far more. The
+ * spin adapts between these bounds: it grows when a sleep ended soon after
+ * it began (spinning a little longer would have caught it) and shrinks when
+ * spins keep ending in long sleeps (they bought nothing).
+ */
+#define SPIN_MIN_NS 2000u
+#define SPIN_MAX_NS 200000u
+#define SPIN_START_NS 20000u
+/* Polls with `pause` before each further poll of a spin yields the CPU. */
+#define PAUSE_POLLS 32u
 
 static uint64_t now_ns(clockid_t clk)
 {
@@ -177,9 +189,29 @@ static int check_fds(struct rp_client *c, int timeout_ms)
  * doing; only after the daemon used the arming is the eventfd drained and
  * the flag set again. The daemon's socket is looked at now and then.
  */
+/*
+ * Ask the daemon to ring the completion doorbell, then look again: a
+ * completion may have raced the flag. While the flag is still armed the
+ * daemon has not rung since the last arming, so the eventfd is quiet and
+ * nothing needs doing (no system call); only after the daemon used the
+ * arming is the eventfd drained and the flag set again.
+ */
+static int arm(struct rp_client *c, struct rp_completion *comps, int max)
+{
+	uint64_t v;
+
+	if (atomic_load_explicit(&c->v.cq->flags, memory_order_acquire) & RP_RING_NEED_WAKEUP)
+		return reap(c, comps, max);
+	if (read(c->cq_efd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: the daemon had not rung. */
+	}
+	rp_ring_arm(c->v.cq, RP_RING_NEED_WAKEUP);
+	return reap(c, comps, max);
+}
+
 RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
 {
-	uint64_t v, now;
+	uint64_t now;
 	int n, r;
 
 	if (!c || !comps || max <= 0)
@@ -194,53 +226,128 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
 		if (r < 0)
 			return r;
 	}
-	if (atomic_load_explicit(&c->v.cq->flags, memory_order_acquire) & RP_RING_NEED_WAKEUP)
+	/*
+	 * Only an application that sleeps on rp_fd() needs the doorbell armed
+	 * here; one that polls or uses rp_wait() arms it just before sleeping,
+	 * so a busy poller costs the daemon no eventfd write per completion.
+	 */
+	if (!c->fd_user)
 		return 0;
-	if (read(c->cq_efd, &v, sizeof(v)) < 0) {
-		/* EAGAIN: the daemon had not rung. */
-	}
-	/* Ask for a doorbell, then look again: a completion may have raced the flag. */
-	rp_ring_arm(c->v.cq, RP_RING_NEED_WAKEUP);
-	return reap(c, comps, max);
+	return arm(c, comps, max);
 }
 
-static long long now_ms(void)
+void client_wait_init(struct rp_client *c)
 {
-	struct timespec ts;
+	const char *m = getenv("RDMAPROXY_WAIT");
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	c->spin_ns = SPIN_START_NS;
+	c->wait_mode = RP_WAIT_ADAPTIVE;
+	if (m && !strcmp(m, "busy"))
+		c->wait_mode = RP_WAIT_BUSY;
+	else if (m && !strcmp(m, "sleep"))
+		c->wait_mode = RP_WAIT_SLEEP;
 }
 
-RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max, int timeout_ms)
+RP_EXPORT int rp_set_wait_mode(struct rp_client *c, int mode)
 {
-	long long deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
-	int n, r, left = timeout_ms;
+	if (!c || (mode != RP_WAIT_ADAPTIVE && mode != RP_WAIT_BUSY && mode != RP_WAIT_SLEEP))
+		return -EINVAL;
+	c->wait_mode = (uint8_t)mode;
+	return 0;
+}
 
-	uint64_t spin_until = now_ns(CLOCK_MONOTONIC) + WAIT_SPIN_NS;
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
 
-	/* A completion is often microseconds away: a short spin beats a wake-up. */
-	do {
-		n = rp_poll(c, comps, max);
-		if (n != 0)
-			return n;
-	} while (timeout_ms != 0 && now_ns(CLOCK_MONOTONIC) < spin_until);
+/*
+ * Poll until a completion comes or @until (ns) passes: `pause` between the
+ * first polls, then sched_yield(), so that on a host with more runnable
+ * processes than CPUs the daemon (or the peer we wait for) gets this CPU.
+ */
+static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint64_t until)
+{
+	unsigned polls = 0;
+	int n;
+
 	for (;;) {
 		n = rp_poll(c, comps, max);
 		if (n != 0)
 			return n;
-		if (timeout_ms >= 0) {
-			left = (int)(deadline - now_ms());
-			if (left <= 0)
-				return 0;
-		}
-		r = check_fds(c, left);
+		if (++polls > PAUSE_POLLS)
+			sched_yield();
+		else
+			cpu_relax();
+		if (polls % 8 == 0 && now_ns(CLOCK_MONOTONIC) >= until)
+			return 0;
+	}
+}
+
+/* A sleep of @slept ns followed a spin of c->spin_ns: adapt the next spin. */
+static void adapt(struct rp_client *c, uint64_t slept)
+{
+	if (slept < c->spin_ns && c->spin_ns < SPIN_MAX_NS)
+		c->spin_ns *= 2;
+	else if (slept > 16ull * c->spin_ns && c->spin_ns > SPIN_MIN_NS)
+		c->spin_ns /= 2;
+}
+
+RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max, int timeout_ms)
+{
+	uint64_t t0, end = 0, slept_at;
+	int n, r;
+
+	if (!c || !comps || max <= 0)
+		return -EINVAL;
+	n = rp_poll(c, comps, max);
+	if (n != 0 || timeout_ms == 0)
+		return n;
+	t0 = now_ns(CLOCK_MONOTONIC);
+	if (timeout_ms > 0)
+		end = t0 + (uint64_t)timeout_ms * 1000000ull;
+	if (c->wait_mode == RP_WAIT_BUSY)
+		return spin(c, comps, max, timeout_ms > 0 ? end : UINT64_MAX);
+	if (c->wait_mode == RP_WAIT_ADAPTIVE) {
+		uint64_t until = t0 + c->spin_ns;
+
+		n = spin(c, comps, max, end && end < until ? end : until);
+		if (n != 0)
+			return n;
+	}
+	slept_at = now_ns(CLOCK_MONOTONIC);
+	for (;;) {
+		/* Arm the doorbell only now, just before sleeping. */
+		n = arm(c, comps, max);
+		if (n != 0)
+			break;
+		if (end && now_ns(CLOCK_MONOTONIC) >= end)
+			return 0;
+		r = check_fds(c, end ? (int)((end - now_ns(CLOCK_MONOTONIC)) / 1000000u) + 1 : -1);
 		if (r < 0)
 			return r;
+		n = reap(c, comps, max);
+		if (n != 0)
+			break;
 	}
+	if (n > 0 && c->wait_mode == RP_WAIT_ADAPTIVE)
+		adapt(c, now_ns(CLOCK_MONOTONIC) - slept_at);
+	return n;
 }
 
 RP_EXPORT int rp_fd(const struct rp_client *c)
 {
-	return c ? c->cq_efd : -EINVAL;
+	if (!c)
+		return -EINVAL;
+	/*
+	 * From now on the application may sleep on the fd after any empty
+	 * rp_poll(), so those arm the doorbell. The client is the library's
+	 * own heap object: only the public prototype is const.
+	 */
+	((struct rp_client *)c)->fd_user = true;
+	return c->cq_efd;
 }

@@ -26,7 +26,7 @@ layer_of() {
 	core | rings | region | exports | op | endpoint | xfer | session) echo 2 ;;
 	transport | peer | peer_int | peer_link | peer_data | peers) echo 3 ;;
 	tcp_stream | verbs_peer_io | verbs_peer) echo 4 ;;
-	evloop_uv | tcp_uv | manager_uv | clients | listener | notify | admin_metrics | admin | \
+	evloop_uv | tcp_uv | manager_uv | engine | clients | listener | notify | admin_metrics | admin | \
 		manager | main) echo 5 ;;
 	*) echo -1 ;;
 	esac

@@ -34,25 +34,41 @@ diag "$T_DIR/nf.out"
 # --- connections that never say HELLO --------------------------------------------
 base=$(ls /proc/$PID/fd | wc -l)
 mkfifo "$T_DIR/hold"
-setpriv --reuid=nobody --regid=nogroup --clear-groups "$H" hold 40 <"$T_DIR/hold" \
+setpriv --reuid=nobody --regid=nogroup --clear-groups "$H" hold 300 <"$T_DIR/hold" \
 	>"$T_DIR/hold.out" 2>&1 &
 HPID=$!
 T_PIDS+=("$HPID")
 exec 7>"$T_DIR/hold"
-wait_for 10 grep -q holding "$T_DIR/hold.out"
-grep -q '^kept=8$' "$T_DIR/hold.out"
-ok $? "one user gets at most 8 connections waiting for HELLO ($(grep kept "$T_DIR/hold.out"))"
-grep -q 'refusing connections from uid 65534' "$LOG"
-ok $? "the refusal is logged once per burst"
+wait_for 20 grep -q holding "$T_DIR/hold.out"
+grep -q '^kept=256$' "$T_DIR/hold.out"
+ok $? "at most 256 connections wait for HELLO: the holder's oldest are dropped ($(grep kept "$T_DIR/hold.out"))"
+grep -q 'dropping the oldest of uid 65534' "$LOG"
+ok $? "the drop is logged once per burst"
 start=$SECONDS
 "$HELPERS/rp-probe" "$SOCK" status >/dev/null
 ok $? "another user still connects and is served at once"
 wait_for 10 grep -q 'no HELLO within 5 s' "$LOG"
 ok $? "silent connections are closed after 5 s"
-wait_for 5 test "$(ls /proc/$PID/fd | wc -l)" -le "$base"
+wait_for 20 test "$(ls /proc/$PID/fd | wc -l)" -le "$base"
 ok $? "the daemon's fd count is back to its baseline ($base) while the client still holds"
 exec 7>&-
 wait "$HPID"
+
+# --- a start-up burst: 64 processes of one user connect at the same moment ----------
+# (max_connections is 64 per user: all of them fit, none may be turned away at HELLO.)
+for i in $(seq 64); do
+	(
+		while [ ! -e "$T_DIR/burst.go" ]; do sleep 0.01; done
+		"$HELPERS/rp-probe" "$SOCK" status >"$T_DIR/burst.$i" 2>&1
+		echo $? >"$T_DIR/burst.$i.rc"
+	) &
+done
+touch "$T_DIR/burst.go"
+wait_for 60 test "$(ls "$T_DIR"/burst.*.rc 2>/dev/null | wc -l)" -eq 64
+bad=$(grep -Lx 0 "$T_DIR"/burst.*.rc | wc -l)
+[ "$bad" -eq 0 ] && [ "$(ls "$T_DIR"/burst.*.rc | wc -l)" -eq 64 ]
+ok $? "64 processes of one user connecting at once are all served ($bad failed)"
+[ "$bad" -eq 0 ] || cat "$(grep -Lx 0 "$T_DIR"/burst.*.rc | head -1 | sed 's/\.rc$//')" | diag
 
 # --- a hugetlb region with its page punched out (SIGBUS) ----------------------------
 hp=/proc/sys/vm/nr_hugepages

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data-path engine (loop glue). While there is work, one loop callback
+ * runs passes to completion: drain the submission rings of the busy
+ * sessions, poll the device CQ, post what the passes gathered (one post
+ * list per QP), publish completions (one producer store and at most one
+ * doorbell per client per pass). No system call is made per operation:
+ * the rings and the CQ are read from memory, the clock is read every
+ * CLOCK_PASSES passes, and the loop is handed back to libuv only every
+ * BUDGET_NS (control work: new clients, peers, timers) or when nothing is
+ * left to do.
+ *
+ * Idle, the engine spins a while before sleeping, since a submission or a
+ * completion is often microseconds away and a wake-up costs far more
+ * (RXE-FACTS: an eventfd round trip is ~100 us in the test guest). The
+ * spin is bounded and polite: `pause` first, then sched_yield() so that a
+ * client sharing this CPU runs (with more runnable processes than CPUs a
+ * spinner that does not yield takes the CPU the others need to make the
+ * progress it waits for), and its length adapts: it grows when the engine
+ * was woken right after it gave up, it shrinks when it keeps spinning for
+ * nothing. Before sleeping it arms every doorbell (the clients' SQ flags,
+ * the CQ's event) and looks once more, so nothing that raced is missed.
+ */
+#include "engine.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core.h"
+#include "evloop_uv.h"
+#include "rdma_dev.h"
+#include "stats.h"
+#include "verbs_local.h"
+
+/* One callback runs passes for at most this long before libuv gets the loop back. */
+#define BUDGET_NS 500000u
+/* The clock is read once every this many passes. */
+#define CLOCK_PASSES 16u
+/* Idle passes spent with `pause` before each further idle pass yields the CPU. */
+#define PAUSE_PASSES 64u
+/* The idle spin before sleeping adapts between these. */
+#define SPIN_MIN_NS 10000u
+#define SPIN_MAX_NS 200000u
+#define SPIN_START_NS 50000u
+
+struct engine {
+	uv_loop_t *loop;
+	uv_idle_t idle; /* active while a pass ran out of budget with work left */
+	struct core *core;
+	struct rdev *rdev;     /* NULL on tcp */
+	struct vlocal *vlocal; /* NULL on tcp */
+	struct evloop *ev;     /* its "soon" timers run at the end of each pass */
+	const struct engine_ops *ops;
+	struct engine_ent *hot; /* sessions whose rings are polled */
+	bool running;
+	bool asleep;
+	uint64_t now;	    /* the clock as last read */
+	uint64_t last_cq;   /* last completion seen on the CQ */
+	uint64_t slept_at;  /* when it last went to sleep */
+	uint64_t spin_ns;   /* current idle spin */
+	struct engine_stats st;
+};
+
+static uint64_t clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static void run(struct engine *e);
+
+static void on_idle(uv_idle_t *h)
+{
+	run(h->data);
+}
+
+int engine_new(uv_loop_t *loop, struct core *core, struct rdev *rdev, struct vlocal *vlocal,
+	       struct evloop *ev, const struct engine_ops *ops, struct engine **ret)
+{
+	struct engine *e = calloc(1, sizeof(*e));
+	int r;
+
+	if (!e)
+		return -ENOMEM;
+	r = uv_idle_init(loop, &e->idle);
+	if (r < 0) {
+		free(e);
+		return r;
+	}
+	e->idle.data = e;
+	e->loop = loop;
+	e->core = core;
+	e->rdev = rdev;
+	e->vlocal = vlocal;
+	e->ev = ev;
+	e->ops = ops;
+	e->spin_ns = SPIN_START_NS;
+	e->asleep = true;
+	*ret = e;
+	return 0;
+}
+
+static void hot_unlink(struct engine *e, struct engine_ent *ent)
+{
+	if (!ent->hot)
+		return;
+	if (ent->prev)
+		ent->prev->next = ent->next;
+	else
+		e->hot = ent->next;
+	if (ent->next)
+		ent->next->prev = ent->prev;
+	ent->hot = false;
+	ent->prev = ent->next = NULL;
+}
+
+static void hot_link(struct engine *e, struct engine_ent *ent)
+{
+	ent->last_ns = e->now;
+	if (ent->hot)
+		return;
+	ent->hot = true;
+	ent->prev = NULL;
+	ent->next = e->hot;
+	if (e->hot)
+		e->hot->prev = ent;
+	e->hot = ent;
+}
+
+/* A doorbell or an event woke a sleeping engine: was the last spin too short? */
+static void woken(struct engine *e)
+{
+	uint64_t gap;
+
+	if (!e->asleep)
+		return;
+	e->asleep = false;
+	e->now = clock_ns();
+	gap = e->now - e->slept_at;
+	e->st.wakeups++;
+	if (gap < e->spin_ns && e->spin_ns < SPIN_MAX_NS)
+		e->spin_ns *= 2; /* a little more spinning would have caught it */
+	else if (gap > 16 * e->spin_ns && e->spin_ns > SPIN_MIN_NS)
+		e->spin_ns /= 2; /* the spin before that sleep bought nothing */
+}
+
+void engine_kick(struct engine *e, struct engine_ent *ent)
+{
+	woken(e);
+	hot_link(e, ent);
+	run(e);
+}
+
+void engine_remove(struct engine *e, struct engine_ent *ent)
+{
+	hot_unlink(e, ent);
+}
+
+void engine_cq_event(struct engine *e)
+{
+	int r = rdev_cq_take_event(e->rdev);
+
+	stats_count_cq(r);
+	woken(e);
+	e->last_cq = e->now;
+	run(e);
+}
+
+/* One session's ring in a pass: 1 if it had work. */
+static int poll_session(struct engine *e, struct engine_ent *ent)
+{
+	struct session *s = ent->s;
+	int r;
+
+	if (!xfer_pending(s)) {
+		if (e->now - ent->last_ns < e->spin_ns)
+			return 0;
+		/* Quiet for a whole spin: it rings when it submits again. */
+		if (xfer_arm(s)) {
+			hot_unlink(e, ent);
+			return 0;
+		}
+	}
+	ent->last_ns = e->now;
+	r = xfer_run(s);
+	if (r < 0) {
+		hot_unlink(e, ent);
+		e->ops->fail(ent, r);
+	} else if (r == XFER_STALLED) {
+		hot_unlink(e, ent); /* its next reap rings the doorbell */
+	}
+	return 1;
+}
+
+/* Everything is quiet: arm what can wake us, look once more. true: asleep. */
+static bool try_sleep(struct engine *e)
+{
+	if (e->hot || e->now - e->last_cq < e->spin_ns)
+		return false;
+	if (e->rdev && rdev_cq_arm(e->rdev) == 0 && rdev_cq_drain(e->rdev) > 0) {
+		e->last_cq = e->now; /* raced: keep going */
+		return false;
+	}
+	e->asleep = true;
+	e->slept_at = e->now;
+	e->st.sleeps++;
+	return true;
+}
+
+/* The end of a pass: post what it gathered, publish what it completed. */
+static void flush(struct engine *e)
+{
+	evloop_uv_run_soon(e->ev);
+	vlocal_flush(e->vlocal);
+	core_publish(e->core);
+}
+
+static void run(struct engine *e)
+{
+	uint64_t start;
+	unsigned pass, idle = 0;
+	int n;
+
+	if (e->running)
+		return;
+	e->running = true;
+	e->core->batching = true;
+	vlocal_defer(e->vlocal, true);
+	e->now = start = clock_ns();
+	for (pass = 1;; pass++) {
+		struct engine_ent *ent, *next;
+		int work = 0;
+
+		for (ent = e->hot; ent; ent = next) {
+			next = ent->next;
+			work += poll_session(e, ent);
+		}
+		if (e->rdev && (n = rdev_cq_drain(e->rdev)) > 0) {
+			e->last_cq = e->now;
+			work += n;
+		}
+		flush(e);
+		e->st.passes++;
+		idle = work ? 0 : idle + 1;
+		if (pass % CLOCK_PASSES == 0)
+			e->now = clock_ns();
+		if (e->now - start >= BUDGET_NS) {
+			/* Let libuv run control work, then come back. */
+			uv_idle_start(&e->idle, on_idle);
+			break;
+		}
+		if (work)
+			continue;
+		e->now = clock_ns();
+		if (try_sleep(e)) {
+			uv_idle_stop(&e->idle);
+			break;
+		}
+		if (idle > PAUSE_PASSES) {
+			e->st.yields++;
+			sched_yield();
+		} else {
+			cpu_relax();
+		}
+	}
+	vlocal_defer(e->vlocal, false);
+	e->core->batching = false;
+	e->running = false;
+}
+
+const struct engine_stats *engine_stats(const struct engine *e)
+{
+	static const struct engine_stats none;
+
+	return e ? &e->st : &none;
+}
+
+uint64_t engine_spin_ns(const struct engine *e)
+{
+	return e ? e->spin_ns : 0;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+void engine_free(struct engine *e)
+{
+	if (e)
+		uv_close((uv_handle_t *)&e->idle, on_closed);
+}

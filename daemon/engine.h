@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data-path engine (loop glue, engine.c): runs the busy sessions' rings
+ * and the device CQ in passes, with a budget, and sleeps on doorbells when
+ * there is nothing to do.
+ */
+#ifndef RP_DAEMON_ENGINE_H
+#define RP_DAEMON_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+struct core;
+struct rdev;
+struct vlocal;
+struct evloop;
+struct session;
+struct engine;
+
+/* A session as the engine sees it; embedded in the glue's connection. */
+struct engine_ent {
+	struct engine_ent *prev, *next; /* in the engine's busy list */
+	struct session *s;
+	uint64_t last_ns; /* when its ring last had work */
+	bool hot;
+};
+
+struct engine_ops {
+	/* @ent's ring could not be run (a corrupt ring: -EPROTO): end that client. */
+	void (*fail)(struct engine_ent *ent, int err);
+};
+
+struct engine_stats {
+	uint64_t passes, sleeps, wakeups, yields;
+};
+
+int engine_new(uv_loop_t *loop, struct core *core, struct rdev *rdev, struct vlocal *vlocal,
+	       struct evloop *ev, const struct engine_ops *ops, struct engine **ret);
+/* @ent's doorbell rang (its eventfd is drained by the caller): poll it, run now. */
+void engine_kick(struct engine *e, struct engine_ent *ent);
+/* @ent's session is going away: stop polling it. */
+void engine_remove(struct engine *e, struct engine_ent *ent);
+/* The device's completion channel is readable. */
+void engine_cq_event(struct engine *e);
+const struct engine_stats *engine_stats(const struct engine *e);
+uint64_t engine_spin_ns(const struct engine *e);
+/* Close its handle; freed in the close callback. */
+void engine_free(struct engine *e);
+
+#endif
