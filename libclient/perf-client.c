@@ -18,6 +18,8 @@
  *  - send_lat: ping-pong of messages between two endpoints; half a round trip.
  *  - read_lat: one read outstanding, submit to completion: a full round trip
  *    (as ib_read_lat).
+ *  - write_sync: the same for a write: what an application that waits for
+ *    each write's completion pays (there is no perftest counterpart).
  */
 #include "perf.h"
 
@@ -397,16 +399,19 @@ static int write_pingpong(struct perf_client *pc, uint8_t v, double *us)
 	return 0;
 }
 
-static int read_once(struct perf_client *pc, double *us)
+/* One read or write outstanding, submit to completion. */
+static int sync_once(struct perf_client *pc, double *us)
 {
 	double t0 = perf_now_us();
-	int r = rp_read(pc->c, pc->data, 0, pc->rm, 0, pc->size, next_cookie(pc), 0);
+	int r = pc->op == PERF_READ
+			? rp_read(pc->c, pc->data, 0, pc->rm, 0, pc->size, next_cookie(pc), 0)
+			: rp_write(pc->c, pc->data, 0, pc->rm, 0, pc->size, next_cookie(pc), 0);
 
 	if (r < 0)
-		return fail(r, "rp_read");
+		return fail(r, pc->op == PERF_READ ? "rp_read" : "rp_write");
 	if ((r = posted_one(pc)) < 0)
 		return r;
-	if ((r = reap_down(pc, 0, RP_OP_READ, NULL)) < 0)
+	if ((r = reap_down(pc, 0, rp_op_of(pc->op), NULL)) < 0)
 		return r;
 	*us = perf_now_us() - t0;
 	return 0;
@@ -463,11 +468,11 @@ static int lat_phase(struct perf_client *pc, long n, double dur, struct perf_res
 
 	new_phase(pc);
 	for (i = 0; n ? i < n : perf_now_us() - t0 < dur * 1e6; i++) {
-		if (pc->op == PERF_WRITE) {
+		if (pc->op == PERF_READ || pc->metric == PERF_SYNC) {
+			r = sync_once(pc, &us);
+		} else if (pc->op == PERF_WRITE) {
 			pc->lat_v = pc->lat_v % 255 + 1;
 			r = write_pingpong(pc, pc->lat_v, &us);
-		} else if (pc->op == PERF_READ) {
-			r = read_once(pc, &us);
 		} else {
 			r = send_pingpong(pc, &us);
 		}
@@ -498,6 +503,8 @@ static int alloc_regions(struct perf_client *pc)
 	perf_fill(rp_region_ptr(pc->data), bytes, pc->session * 7919 + pc->size);
 	if (pc->op == PERF_READ)
 		memset(rp_region_ptr(pc->data), 0, bytes);
+	if (pc->metric == PERF_SYNC)
+		return 0;
 	if (pc->metric == PERF_LAT) {
 		if (pc->size && pc->op == PERF_WRITE)
 			((uint8_t *)rp_region_ptr(pc->data))[pc->size - 1] = 0;
@@ -531,7 +538,7 @@ static int session_setup(struct perf_client *pc, const struct perf_test *t, size
 	pc->op = t->op;
 	pc->metric = t->metric;
 	pc->size = size;
-	pc->nslots = t->metric == PERF_LAT ? 1 : perf_nslots(size, pc->o->depth);
+	pc->nslots = t->metric != PERF_BW ? 1 : perf_nslots(size, pc->o->depth);
 	pc->used_slots = pc->credit_seen = pc->sent_total = pc->ok_total = pc->sum = 0;
 	pc->recv_seq = 0;
 	pc->lat_v = 0;

@@ -17,9 +17,10 @@
 #include "rdmaproxy.h"
 
 enum perf_op { PERF_WRITE, PERF_READ, PERF_SEND };
-enum perf_metric { PERF_BW, PERF_LAT };
+/* PERF_SYNC: one op outstanding, submit to completion (the full round trip). */
+enum perf_metric { PERF_BW, PERF_LAT, PERF_SYNC };
 
-#define PERF_MAX_TESTS 6
+#define PERF_MAX_TESTS 8
 #define PERF_SLOT_BYTES (64u << 20) /* cap on a region's slot area */
 #define PERF_DEFAULT_PORT 18599
 
@@ -39,6 +40,7 @@ struct perf_opts {
 	long warmup;	  /* -1 = default */
 	int depth;	  /* -q */
 	int clients;	  /* -c */
+	int stagger_ms;	  /* --stagger: client w starts w * this many ms late */
 	const char *peer; /* -P, NULL = local node */
 	const char *socket;
 	bool events; /* -e: sleep in rp_wait instead of spinning */

@@ -32,13 +32,15 @@ static const char usage_text[] =
 	"Measure rdmaproxyd: bandwidth, message rate and latency of writes, reads and\n"
 	"sends through librdmaproxy, in the manner of perftest.\n"
 	"\n"
-	"Tests (default write_bw; several may be given; \"all\" runs all six):\n"
+	"Tests (default write_bw; several may be given; \"all\" runs the first six):\n"
 	"  write_bw, read_bw, send_bw   keep -q ops in flight: bandwidth and message rate\n"
 	"                               (write, read, send are short for these)\n"
 	"  write_lat  ib_write_lat method: both sides write into the other's exported\n"
 	"             buffer and spin on its last byte; reports half the round trip\n"
 	"  send_lat   message ping-pong between two endpoints; half the round trip\n"
 	"  read_lat   one read outstanding, submit to completion: the full round trip\n"
+	"  write_sync one write outstanding, submit to completion: the full round trip\n"
+	"             (what an application that waits for each write pays)\n"
 	"\n"
 	"By default the tool forks the other side itself (exporter for write/read,\n"
 	"bound endpoint with posted receives for send) as a second client of the same\n"
@@ -57,6 +59,8 @@ static const char usage_text[] =
 	"  -c, --clients=N       N client processes, each with its own connection and\n"
 	"                        peer side; they start each measurement together and\n"
 	"                        results are summed (bandwidth) or merged (latency)\n"
+	"      --stagger=MS      with -c: client k connects k*MS ms after the first\n"
+	"                        (default 0: all at once, as a real burst of workers)\n"
 	"  -P, --peer=NAME       the node whose export/endpoint is used (default: this\n"
 	"                        node); the other side must run there (--server)\n"
 	"  -S, --socket=PATH     daemon socket (default $RDMAPROXY_SOCKET, then the\n"
@@ -122,34 +126,47 @@ static int parse_long(const char *s, long min, long max, long *ret)
 	return 0;
 }
 
-static int add_test(struct perf_opts *o, const char *name)
-{
-	static const char *const ops[] = { "write", "read", "send" };
-	char buf[32];
-	int i;
+static const struct {
+	const char *name, *alias;
+	enum perf_op op;
+	enum perf_metric metric;
+} test_table[] = {
+	{ "write_bw", "write", PERF_WRITE, PERF_BW }, { "read_bw", "read", PERF_READ, PERF_BW },
+	{ "send_bw", "send", PERF_SEND, PERF_BW },    { "write_lat", NULL, PERF_WRITE, PERF_LAT },
+	{ "read_lat", NULL, PERF_READ, PERF_LAT },    { "send_lat", NULL, PERF_SEND, PERF_LAT },
+	{ "write_sync", NULL, PERF_WRITE, PERF_SYNC },
+};
+#define N_TESTS (int)(sizeof(test_table) / sizeof(test_table[0]))
+#define N_ALL 6 /* "all": the perftest-like six; write_sync only by name */
 
-	if (!strcmp(name, "all")) {
-		for (i = 0; i < 6; i++) {
-			snprintf(buf, sizeof(buf), "%s_%s", ops[i % 3], i < 3 ? "bw" : "lat");
-			if (add_test(o, buf) < 0)
-				return -EINVAL;
-		}
-		return 0;
-	}
-	for (i = 0; i < 6; i++) {
-		snprintf(buf, sizeof(buf), "%s_%s", ops[i % 3], i < 3 ? "bw" : "lat");
-		if (!strcmp(name, buf) || (i < 3 && !strcmp(name, ops[i])))
-			break;
-	}
-	if (i == 6 || o->ntests == PERF_MAX_TESTS)
+static int add_one_test(struct perf_opts *o, int i)
+{
+	if (o->ntests == PERF_MAX_TESTS)
 		return -EINVAL;
-	o->tests[o->ntests].op = (enum perf_op)(i % 3);
-	o->tests[o->ntests].metric = i < 3 ? PERF_BW : PERF_LAT;
+	o->tests[o->ntests].op = test_table[i].op;
+	o->tests[o->ntests].metric = test_table[i].metric;
 	o->ntests++;
 	return 0;
 }
 
-enum { OPT_VERIFY = 256, OPT_JSON, OPT_QUIET, OPT_SERVER, OPT_CLIENT };
+static int add_test(struct perf_opts *o, const char *name)
+{
+	int i;
+
+	if (!strcmp(name, "all")) {
+		for (i = 0; i < N_ALL; i++)
+			if (add_one_test(o, i) < 0)
+				return -EINVAL;
+		return 0;
+	}
+	for (i = 0; i < N_TESTS; i++)
+		if (!strcmp(name, test_table[i].name) ||
+		    (test_table[i].alias && !strcmp(name, test_table[i].alias)))
+			return add_one_test(o, i);
+	return -EINVAL;
+}
+
+enum { OPT_VERIFY = 256, OPT_JSON, OPT_QUIET, OPT_SERVER, OPT_CLIENT, OPT_STAGGER };
 
 static const struct option long_opts[] = {
 	{ "size", required_argument, NULL, 's' },    { "all", no_argument, NULL, 'a' },
@@ -160,6 +177,7 @@ static const struct option long_opts[] = {
 	{ "verify", no_argument, NULL, OPT_VERIFY }, { "json", no_argument, NULL, OPT_JSON },
 	{ "quiet", no_argument, NULL, OPT_QUIET },   { "server", no_argument, NULL, OPT_SERVER },
 	{ "client", required_argument, NULL, OPT_CLIENT },
+	{ "stagger", required_argument, NULL, OPT_STAGGER },
 	{ "port", required_argument, NULL, 'p' },    { "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },	     { NULL, 0, NULL, 0 },
 };
@@ -197,6 +215,11 @@ static int parse_opt(struct perf_opts *o, int ch, const char *arg)
 		if (parse_long(arg, 1, MAX_CLIENTS, &v) < 0)
 			return -EINVAL;
 		o->clients = (int)v;
+		return 0;
+	case OPT_STAGGER:
+		if (parse_long(arg, 0, 10000, &v) < 0)
+			return -EINVAL;
+		o->stagger_ms = (int)v;
 		return 0;
 	case 'p':
 		if (parse_long(arg, 1, 65535, &v) < 0)
@@ -389,11 +412,17 @@ static int open_ctl(const struct perf_opts *o, pid_t *server)
 
 static const char *test_label(const struct perf_opts *o, int t)
 {
-	static char buf[16];
+	int i;
 
-	snprintf(buf, sizeof(buf), "%s_%s", perf_op_name(o->tests[t].op),
-		 o->tests[t].metric == PERF_BW ? "bw" : "lat");
-	return buf;
+	for (i = 0; i < N_TESTS; i++)
+		if (test_table[i].op == o->tests[t].op && test_table[i].metric == o->tests[t].metric)
+			return test_table[i].name;
+	return "?";
+}
+
+static const char *lat_method(const struct perf_test *t)
+{
+	return t->op == PERF_READ || t->metric == PERF_SYNC ? "full_rtt" : "half_rtt_pingpong";
 }
 
 /* Runs every (test, size); @res gets ntests * nsizes results. */
@@ -523,8 +552,10 @@ static void print_table(const struct perf_opts *o, struct perf_result **per, int
 			       "errors", "verify");
 		else
 			printf(" (%s)\n %-10s %-10s %10s %10s %10s %10s %10s\n",
-			       o->tests[t].op == PERF_READ ? "full round trip, one read outstanding"
-							   : "ping-pong, half round trip",
+			       o->tests[t].metric == PERF_SYNC
+				       ? "full round trip, one write outstanding"
+			       : o->tests[t].op == PERF_READ ? "full round trip, one read outstanding"
+							     : "ping-pong, half round trip",
 			       "#bytes", "#iters", "t_min[us]", "t_med[us]", "t_p99[us]",
 			       "t_max[us]", "t_avg[us]");
 		for (k = 0; k < nsz; k++) {
@@ -550,20 +581,22 @@ static void print_json(const struct perf_opts *o, struct perf_result **per, int 
 	struct agg a;
 
 	printf("{\"tool\":\"rdmaproxy-perf\",\"version\":\"%s\",\"node\":\"%s\",\"peer\":\"%s\","
-	       "\"clients\":%d,\"depth\":%d,\"poll\":\"%s\",\"verify\":%s,\"ok\":%s,"
-	       "\"results\":[",
-	       PACKAGE_VERSION, node, o->peer ? o->peer : node, o->clients, o->depth,
+	       "\"clients\":%d,\"stagger_ms\":%d,\"depth\":%d,\"poll\":\"%s\",\"verify\":%s,"
+	       "\"ok\":%s,\"results\":[",
+	       PACKAGE_VERSION, node, o->peer ? o->peer : node, o->clients, o->stagger_ms, o->depth,
 	       o->events ? "events" : "spin", o->verify ? "true" : "false",
 	       ok ? "true" : "false");
 	for (t = 0; t < o->ntests; t++)
 		for (k = 0; k < nsz; k++) {
 			aggregate(per, nw, t * nsz + k, &a);
 			printf("%s\n {\"test\":\"%s\",\"op\":\"%s\",\"metric\":\"%s\",\"size\":%zu,"
-			       "\"ops\":%llu,\"errors\":%llu,\"bytes\":%llu,\"seconds\":%.6f",
+			       "\"ops\":%llu,\"errors\":%llu,\"bytes\":%llu,\"seconds\":%.6f,"
+			       "\"warmup_per_client\":%ld",
 			       sep, test_label(o, t), perf_op_name(o->tests[t].op),
 			       o->tests[t].metric == PERF_BW ? "bw" : "lat", size_of(o, t, k),
 			       (unsigned long long)a.ops, (unsigned long long)a.errors,
-			       (unsigned long long)a.bytes, a.secs);
+			       (unsigned long long)a.bytes, a.secs,
+			       warmup_for(o, t, iters_for(o, t, size_of(o, t, k))));
 			if (o->tests[t].metric == PERF_BW)
 				printf(",\"depth\":%d,\"bw_MiBps\":%.3f,\"bw_Gbps\":%.6f,"
 				       "\"mops\":%.6f",
@@ -572,7 +605,7 @@ static void print_json(const struct perf_opts *o, struct perf_result **per, int 
 				printf(",\"method\":\"%s\",\"iterations\":%llu,\"lat_us\":{"
 				       "\"min\":%.3f,\"median\":%.3f,\"p99\":%.3f,\"max\":%.3f,"
 				       "\"avg\":%.3f}",
-				       o->tests[t].op == PERF_READ ? "full_rtt" : "half_rtt_pingpong",
+				       lat_method(&o->tests[t]),
 				       (unsigned long long)a.nsamples, a.min, a.median, a.p99,
 				       a.max, a.avg);
 			printf(",\"verified\":%s}",
@@ -636,6 +669,8 @@ static int run_workers(struct perf_opts *o, struct perf_result **per, int nres, 
 		pids[w] = fork();
 		if (pids[w] == 0) {
 			o->progress = o->progress && w == 0;
+			if (o->stagger_ms)
+				usleep((useconds_t)w * (useconds_t)o->stagger_ms * 1000);
 			st = run_worker(o, per[w], sh, w == 0 ? node : NULL, RP_NAME_LEN + 1);
 			_exit(save_results(fds[w], per[w], nres) < 0 || st < 0);
 		}

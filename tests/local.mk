@@ -23,3 +23,4 @@ tests_helpers_vp_intruder_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
 tests_helpers_vp_intruder_LDADD = $(IBVERBS_LIBS) $(RDMACM_LIBS)
 include tests/integration/perf.mk
 include tests/integration/hostile.mk
+include tests/bench/local.mk
