@@ -110,9 +110,47 @@ static void free_session(struct session *s)
 	free((struct conn *)s);
 }
 
+/* A registration job on libuv's thread pool (region_job_work() touches no core state). */
+struct offload {
+	uv_work_t req;
+	struct region_job *job;
+};
+
+static void on_work(uv_work_t *req)
+{
+	region_job_work(((struct offload *)req->data)->job);
+}
+
+static void on_work_done(uv_work_t *req, int status)
+{
+	struct offload *o = req->data;
+
+	session_region_done(o->job);
+	free(o);
+}
+
+static void offload(struct region_job *j)
+{
+	struct session *s = j->s;
+	struct conn *k = (struct conn *)s;
+	struct offload *o = calloc(1, sizeof(*o));
+
+	if (o) {
+		o->req.data = o;
+		o->job = j;
+		if (uv_queue_work(k->owner->loop, &o->req, on_work, on_work_done) == 0)
+			return;
+		free(o);
+	}
+	/* No way to hand it over: do it here rather than fail it. */
+	region_job_work(j);
+	session_region_done(j);
+}
+
 static const struct core_glue_ops glue_ops = {
 	.send = send_reply,
 	.free = free_session,
+	.offload = offload,
 };
 
 int clients_new(const struct clients_env *env, struct clients **ret)

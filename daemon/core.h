@@ -45,6 +45,7 @@ struct dest;
 struct vlocal;
 struct vmr;
 struct admin_session;
+struct region_job;
 
 /* ---- Hooks: what the layers above provide. ---- */
 
@@ -53,6 +54,11 @@ struct core_glue_ops {
 	int (*send)(struct session *s, const void *buf, size_t len, const int *fds, int nfds);
 	/* The glue released @s and no operation refers to it any more: free it. */
 	void (*free)(struct session *s);
+	/*
+	 * Run region_job_work(@j) off the loop thread, then session_region_done(@j)
+	 * on it. NULL: both run at once, in the caller (tests).
+	 */
+	void (*offload)(struct region_job *j);
 };
 
 struct core_peer_ops {
@@ -237,8 +243,30 @@ struct region {
 	struct vmr *xport; /* local-access MR (verbs), NULL on tcp */
 };
 
-/* Validate @fd for a region of @len (see the checks there), then map it. Consumes @fd. */
-int region_new(struct session *s, int fd, uint64_t len, struct region **ret);
+/*
+ * A registration in three steps. region_job_new() checks @fd for a region
+ * of @len (see the checks there) and the user's limits, charges it and
+ * holds @s (request @h is answered when the job is done); it consumes @fd.
+ * region_job_work() maps, pre-faults and registers it: it touches no core
+ * state, so the glue runs it off the loop thread. region_job_done() (on the
+ * loop) makes the region, or undoes everything and returns the error.
+ */
+struct region_job {
+	struct session *s;     /* held until the reply */
+	struct uid_acct *acct; /* referenced, charged */
+	struct rp_hdr h;
+	int fd;
+	uint64_t len;
+	struct vlocal *vlocal;
+	void *addr;	/* results of the work */
+	struct vmr *mr;
+	int status;
+};
+
+int region_job_new(struct session *s, const struct rp_hdr *h, int fd, uint64_t len,
+		   struct region_job **ret);
+void region_job_work(struct region_job *j);
+int region_job_done(struct region_job *j, struct region **ret);
 struct region *region_ref(struct region *r);
 void region_unref(struct region *r);
 /* off + len inside the region, with overflow checks. */
@@ -413,5 +441,7 @@ bool xfer_arm(struct session *s);
 int session_dispatch(struct session *s, const struct rp_hdr *h, const void *body, int fd);
 /* Release everything the session holds (idempotent). */
 void session_release(struct session *s);
+/* A registration job is done (core_glue_ops.offload): answer it; frees @j. */
+void session_region_done(struct region_job *j);
 
 #endif

@@ -3,8 +3,11 @@
  * Client regions: the memfd a client hands over is checked completely
  * before the daemon maps it, because a mapping of the wrong kind of file can
  * fault (a file that shrinks under us raises SIGBUS) or pin a disk file.
- * Operations hold references, so a region outlives its client while they
- * run.
+ * Mapping, pre-faulting and registering take milliseconds for a large
+ * region, so they are a job the glue runs off the loop thread
+ * (region_job_work(): no core state is touched there); the checks before
+ * and the bookkeeping after run on the loop. Operations hold references,
+ * so a region outlives its client while they run.
  */
 #include "core.h"
 
@@ -70,60 +73,113 @@ static int check_quota(struct core *c, struct uid_acct *a, uint64_t len)
 	return 0;
 }
 
-int region_new(struct session *s, int fd, uint64_t len, struct region **ret)
+static void charge(struct core *c, struct uid_acct *a, uint64_t len, bool add)
+{
+	if (add) {
+		a->regions++;
+		a->bytes += len;
+		c->n_regions++;
+		c->bytes += len;
+	} else {
+		a->regions--;
+		a->bytes -= len;
+		c->n_regions--;
+		c->bytes -= len;
+	}
+}
+
+int region_job_new(struct session *s, const struct rp_hdr *h, int fd, uint64_t len,
+		   struct region_job **ret)
 {
 	struct core *c = s->core;
-	struct region *r = NULL;
+	struct region_job *j = NULL;
 	bool huge = false;
-	void *addr;
 	int err;
 
 	err = check_fd(fd, len, &huge);
 	if (!err)
 		err = check_quota(c, s->acct, len);
-	if (err)
-		goto out_close;
-	if (len > SIZE_MAX) {
+	if (!err && len > SIZE_MAX)
 		err = -EINVAL;
-		goto out_close;
+	if (!err) {
+		j = calloc(1, sizeof(*j));
+		err = j ? 0 : -ENOMEM;
 	}
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		err = -ENOMEM;
-		goto out_close;
+	if (err) {
+		close(fd);
+		return err;
 	}
-	/* Populate now: page-table setup belongs on the control path, not in the first op. */
-	addr = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	/* Charged now: registrations still being mapped count against the limits. */
+	charge(c, s->acct, len, true);
+	j->acct = s->acct;
+	j->acct->refs++;
+	session_hold(s);
+	j->s = s;
+	j->h = *h;
+	j->fd = fd;
+	j->len = len;
+	j->vlocal = c->vlocal;
+	*ret = j;
+	return 0;
+}
+
+void region_job_work(struct region_job *j)
+{
+	void *addr;
+	int err = 0;
+
+	/*
+	 * Populate now: page-table setup belongs to registration, not to the
+	 * first op. The mapping keeps the memory: the fd is never kept.
+	 */
+	addr = mmap(NULL, (size_t)j->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		    j->fd, 0);
+	close(j->fd);
+	j->fd = -1;
 	if (addr == MAP_FAILED) {
-		err = -errno;
-		free(r);
-		goto out_close;
+		j->status = -errno;
+		return;
 	}
 	/* Local access only: remote access is granted per export, with its own MR. */
-	if (c->vlocal) {
-		err = vmr_reg(c->vlocal, addr, len, VMR_LOCAL_WRITE, &r->xport);
-		if (err < 0) {
-			munmap(addr, (size_t)len);
-			free(r);
-			goto out_close;
-		}
+	if (j->vlocal)
+		err = vmr_reg(j->vlocal, addr, j->len, VMR_LOCAL_WRITE, &j->mr);
+	if (err < 0) {
+		munmap(addr, (size_t)j->len);
+		j->status = err;
+		return;
+	}
+	j->addr = addr;
+}
+
+int region_job_done(struct region_job *j, struct region **ret)
+{
+	struct core *c = j->s->core;
+	struct region *r = NULL;
+	int err = j->status;
+
+	if (!err && j->s->dead)
+		err = -ECONNRESET; /* its client left meanwhile */
+	if (!err) {
+		r = calloc(1, sizeof(*r));
+		err = r ? 0 : -ENOMEM;
+	}
+	if (err) {
+		vmr_dereg(j->mr);
+		if (j->addr)
+			munmap(j->addr, (size_t)j->len);
+		charge(c, j->acct, j->len, false);
+		acct_put(c, j->acct);
+		return err;
 	}
 	r->refs = 1;
 	r->core = c;
-	r->s = s;
-	r->addr = addr;
-	r->len = len;
-	r->acct = s->acct;
-	r->acct->refs++;
-	r->acct->regions++;
-	r->acct->bytes += len;
-	c->n_regions++;
-	c->bytes += len;
+	r->s = j->s;
+	r->addr = j->addr;
+	r->len = j->len;
+	r->xport = j->mr;
+	r->acct = j->acct; /* the job's reference is the region's now */
 	*ret = r;
-out_close:
-	/* The mapping keeps the memory: the fd is never kept (fd count unchanged). */
-	close(fd);
-	return err;
+	return 0;
 }
 
 struct region *region_ref(struct region *r)
@@ -141,10 +197,7 @@ void region_unref(struct region *r)
 	c = r->core;
 	vmr_dereg(r->xport);
 	munmap(r->addr, (size_t)r->len);
-	r->acct->regions--;
-	r->acct->bytes -= r->len;
-	c->n_regions--;
-	c->bytes -= r->len;
+	charge(c, r->acct, r->len, false);
 	acct_put(c, r->acct);
 	free(r);
 }

@@ -98,15 +98,39 @@ static int handle_hello(struct session *s, const struct rp_hdr *h, const struct 
 static int handle_region_reg(struct session *s, const struct rp_hdr *h,
 			     const struct rp_region_reg *req, int fd)
 {
-	struct rp_id rep = { 0 };
-	struct region *r = NULL;
+	const struct core_glue_ops *g = s->core->glue;
+	struct region_job *j;
 	int status;
 
 	if (req->pad || (req->flags & ~RP_REGION_HUGE)) {
 		close(fd);
 		return -EPROTO;
 	}
-	status = region_new(s, fd, req->len, &r); /* consumes fd */
+	status = region_job_new(s, h, fd, req->len, &j); /* consumes fd */
+	if (status < 0) {
+		struct rp_id rep = { 0 };
+
+		log_debug("client %u: region of %llu bytes refused: %s", s->id,
+			  (unsigned long long)req->len, rp_strerror(status));
+		return session_reply(s, h, status, &rep, sizeof(rep), NULL, 0);
+	}
+	/* Mapping and registering take a while: the reply comes when they are done. */
+	if (g->offload) {
+		g->offload(j);
+	} else {
+		region_job_work(j);
+		session_region_done(j);
+	}
+	return 0;
+}
+
+void session_region_done(struct region_job *j)
+{
+	struct session *s = j->s;
+	struct rp_id rep = { 0 };
+	struct region *r = NULL;
+	int status = region_job_done(j, &r);
+
 	if (status == 0) {
 		status = idtab_add(&s->regions, r, MAX_SESSION_REGIONS, &rep.id);
 		if (status < 0)
@@ -114,10 +138,12 @@ static int handle_region_reg(struct session *s, const struct rp_hdr *h,
 		else
 			r->id = rep.id;
 	}
-	if (status < 0)
+	if (status < 0 && !s->dead)
 		log_debug("client %u: region of %llu bytes refused: %s", s->id,
-			  (unsigned long long)req->len, rp_strerror(status));
-	return session_reply(s, h, status, &rep, sizeof(rep), NULL, 0);
+			  (unsigned long long)j->len, rp_strerror(status));
+	session_reply(s, &j->h, status, &rep, sizeof(rep), NULL, 0);
+	session_put(s);
+	free(j);
 }
 
 static int handle_region_free(struct session *s, const struct rp_hdr *h, const struct rp_id *req)

@@ -13,6 +13,12 @@
  *   hostile exports N        export one region under N names
  *   hostile notifyfull N     N notifying writes to an exporter that never
  *                            reaps: none may be reported failed yet landed
+ *   hostile bigreg MB        register a sparse MB MiB memfd over a raw
+ *                            connection (nothing pre-faulted: the daemon's
+ *                            mapping allocates it) and, until its answer
+ *                            comes, keep another client writing 4 KiB
+ *                            locally; prints how many writes completed in
+ *                            the meantime
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +32,7 @@
 #include <unistd.h>
 
 #include "rdmaproxy.h"
+#include "rp-proto.h"
 
 #define HUGE (2u << 20)
 
@@ -177,16 +184,120 @@ static int notifyfull(int n)
 	return 0;
 }
 
+static int raw_send(int fd, uint16_t type, const void *body, size_t len, int pass)
+{
+	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
+	struct rp_hdr *h = (struct rp_hdr *)buf;
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(*h) + len };
+	union {
+		struct cmsghdr a;
+		char b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	memset(h, 0, sizeof(*h));
+	h->len = (uint32_t)(sizeof(*h) + len);
+	h->type = type;
+	h->seq = type;
+	memcpy(buf + sizeof(*h), body, len);
+	if (pass >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.b;
+		mh.msg_controllen = sizeof(ctl.b);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+	}
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* A raw connection past HELLO (the ring fds of the reply are closed). */
+static int raw_hello(void)
+{
+	const char *path = getenv("RDMAPROXY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct rp_hello h = { .magic = RP_PROTO_MAGIC, .version_min = 1, .version_max = 1 };
+	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
+	union {
+		struct cmsghdr a;
+		char b[CMSG_SPACE(sizeof(int) * 3)];
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+			     .msg_controllen = sizeof(ctl.b) };
+	struct cmsghdr *cm;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path ? path : "");
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    raw_send(fd, RP_MSG_HELLO, &h, sizeof(h), -1) < 0 || recvmsg(fd, &mh, 0) <= 0 ||
+	    ((struct rp_hdr *)buf)->status)
+		return -1;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		int *fds = (int *)CMSG_DATA(cm), i;
+
+		for (i = 0; i < (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int)); i++)
+			close(fds[i]);
+	}
+	return fd;
+}
+
+static int bigreg(long mb)
+{
+	struct rp_region_reg req = { .len = (uint64_t)mb << 20 };
+	struct rp_client *c = connect_or_die();
+	struct rp_region *src, *dst;
+	struct rp_remote *rm;
+	struct rp_completion cp;
+	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
+	struct pollfd p;
+	long during = 0;
+	int raw, mfd;
+
+	if (rp_region_alloc(c, 4096, 0, &src) < 0 || rp_region_alloc(c, 4096, 0, &dst) < 0 ||
+	    rp_region_export(dst, "bigreg-dst", RP_ACCESS_REMOTE_WRITE) < 0 ||
+	    rp_remote_open(c, NULL, "bigreg-dst", &rm) < 0)
+		return 1;
+	raw = raw_hello();
+	mfd = memfd_create("sparse", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (raw < 0 || mfd < 0 || ftruncate(mfd, (off_t)req.len) < 0 ||
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
+		return 1;
+	if (raw_send(raw, RP_MSG_REGION_REG, &req, sizeof(req), mfd) < 0)
+		return 1;
+	close(mfd);
+	p.fd = raw;
+	p.events = POLLIN;
+	/* Until the registration is answered, the other client must keep moving. */
+	while (poll(&p, 1, 0) == 0) {
+		if (rp_write(c, src, 0, rm, 0, 4096, (uint64_t)during, 0) < 0 ||
+		    wait_one(c, &cp) < 0)
+			break;
+		during += cp.status == 0;
+	}
+	printf("reg_status=%d\nwrites_during=%ld\n",
+	       recv(raw, buf, sizeof(buf), 0) > 0 ? ((struct rp_hdr *)buf)->status : -EPIPE, during);
+	close(raw);
+	rp_disconnect(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "hugebus"))
 		return hugebus();
+	if (argc == 3 && !strcmp(argv[1], "bigreg"))
+		return bigreg(atol(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "hold"))
 		return hold(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "exports"))
 		return exports(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "notifyfull"))
 		return notifyfull(atoi(argv[2]));
-	fprintf(stderr, "usage: hostile hugebus|hold N|exports N|notifyfull N\n");
+	fprintf(stderr, "usage: hostile hugebus|hold N|exports N|notifyfull N|bigreg MB\n");
 	return 2;
 }

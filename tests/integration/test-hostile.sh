@@ -54,6 +54,14 @@ ok $? "the daemon's fd count is back to its baseline ($base) while the client st
 exec 7>&-
 wait "$HPID"
 
+# --- a large registration never stalls the others ----------------------------------
+# A sparse 1 GiB memfd: the daemon's mapping allocates it, which takes a while.
+"$H" bigreg 1024 >"$T_DIR/bigreg.out" 2>&1
+grep -q '^reg_status=0$' "$T_DIR/bigreg.out" &&
+	[ "$(sed -n 's/^writes_during=//p' "$T_DIR/bigreg.out")" -ge 3 ]
+ok $? "while 1 GiB is mapped and registered, another client's writes complete ($(grep writes_during "$T_DIR/bigreg.out"))"
+diag "$T_DIR/bigreg.out"
+
 # --- a start-up burst: 64 processes of one user connect at the same moment ----------
 # (max_connections is 64 per user: all of them fit, none may be turned away at HELLO.)
 for i in $(seq 64); do
