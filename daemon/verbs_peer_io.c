@@ -458,9 +458,17 @@ static void post_list(struct vconn *c, struct plist *pl)
 	int r;
 
 	for (i = 0; i < pl->n; i++) {
+		struct ibv_send_wr *wr = &c->wrv[i];
 		bool last = i + 1 == pl->n;
+		uint32_t bytes = 0;
+		int k;
 
-		c->wrv[i].next = last ? NULL : &c->wrv[i + 1];
+		for (k = 0; k < wr->num_sge; k++)
+			bytes += wr->sg_list[k].length;
+		/* Small payloads are copied into the WR: the device need not look them up. */
+		if (wr->opcode != IBV_WR_RDMA_READ && bytes && bytes <= c->max_inline)
+			wr->send_flags |= IBV_SEND_INLINE;
+		wr->next = last ? NULL : &c->wrv[i + 1];
 		if (last || ++c->unsignaled >= VP_SIGNAL_EVERY) {
 			c->wrv[i].send_flags |= IBV_SEND_SIGNALED;
 			c->unsignaled = 0;
@@ -1023,7 +1031,14 @@ int vc_io_new(struct vconn *c, char *why, size_t whylen)
 	ia.cap.max_recv_wr = c->rq;
 	ia.cap.max_send_sge = 2;
 	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = VP_INLINE;
 	r = vx_create_qp(rdev_pd(d), &ia, &c->qp);
+	if (r < 0) {
+		/* The device takes no inline data (or less): post everything by reference. */
+		ia.cap.max_inline_data = 0;
+		r = vx_create_qp(rdev_pd(d), &ia, &c->qp);
+	}
+	c->max_inline = ia.cap.max_inline_data;
 	if (r < 0) {
 		snprintf(why, whylen, "ibv_create_qp: %s", strerror(-r));
 		return r;

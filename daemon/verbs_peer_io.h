@@ -140,6 +140,8 @@ _Static_assert(sizeof(struct vp_xinfo) <= PEER_XINFO_MAX, "vp_xinfo");
 #define VP_RW_WINDOW (8u << 20)
 /* One-sided pieces this large are always signalled, so the window frees steadily. */
 #define VP_RW_SIGNAL_BYTES (256u << 10)
+/* WRs whose data is at most this long are posted inline (if the device allows). */
+#define VP_INLINE 256
 /* Signal at least every this many WRs (and always the last of a post list). */
 #define VP_SIGNAL_EVERY 16
 /* Per-connection queue sizes (capped by the config's depths). */
@@ -249,6 +251,7 @@ struct vconn {
 	struct ibv_qp *qp;
 	struct rdev_qp_ev qev;
 	uint32_t sq, rq; /* depths */
+	uint32_t max_inline; /* granted by the device at QP creation */
 	uint32_t cq_share;
 
 	/* Send side. */

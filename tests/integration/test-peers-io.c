@@ -20,6 +20,16 @@
  *   notify-burst PEER NAME COUNT DEPTH  COUNT notifying 64-byte writes (imm 0..COUNT-1,
  *                              each to offset 64 * (i % 64)) with DEPTH in flight;
  *                              print "burst ok=N other=M"; 0 if all were ok.
+ *   count-notify NAME SIZE     export a SIZE region as NAME; print "ready"; count
+ *                              the notifications (by imm) until stdin closes, then
+ *                              print "notified=N distinct=M".
+ *   load PEER NAME NPROC SECONDS SIZE DEPTH  NPROC clients at once, each keeping
+ *                              DEPTH slots of SIZE bytes busy for SECONDS: write a
+ *                              slot (every other write with RP_NOTIFY, imm =
+ *                              client << 24 | seq) into its own part of the export,
+ *                              read it back, compare; every op must be reported
+ *                              exactly once and every byte read back right. Prints
+ *                              one "load ..." line per client; 0 if all were clean.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -387,6 +397,165 @@ static int do_notify_burst(const char *peer, const char *name, uint32_t count, i
 	return ok == count ? 0 : 1;
 }
 
+static int do_count_notify(const char *name, size_t size)
+{
+	struct rp_client *c = conn();
+	struct rp_region *r;
+	struct rp_completion comp[64];
+	unsigned char *seen = calloc(1u << 28, 1); /* 16 clients << 24 */
+	uint64_t n_all = 0, n_distinct = 0;
+	int e, n, i;
+
+	if (!seen || (e = rp_region_alloc(c, pages(size), 0, &r)) < 0 ||
+	    (e = rp_region_export(r, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE)) < 0) {
+		fprintf(stderr, "count-notify: %s\n", seen ? rp_strerror(e) : "no memory");
+		return 2;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) {
+		fd_set fds;
+		struct timeval tv = { 0, 0 };
+
+		n = rp_wait(c, comp, 64, 100);
+		if (n < 0)
+			return 3;
+		for (i = 0; i < n; i++) {
+			if (comp[i].op != RP_OP_NOTIFY)
+				continue;
+			n_all++;
+			if (comp[i].imm < (1u << 28) && !seen[comp[i].imm]++)
+				n_distinct++;
+		}
+		FD_ZERO(&fds);
+		FD_SET(0, &fds);
+		if (!n && select(1, &fds, NULL, NULL, &tv) > 0) {
+			char b[64];
+
+			if (read(0, b, sizeof(b)) <= 0)
+				break;
+		}
+	}
+	printf("notified=%" PRIu64 " distinct=%" PRIu64 "\n", n_all, n_distinct);
+	rp_disconnect(c);
+	return 0;
+}
+
+/* One slot of a load client: a write, then its read-back. */
+struct slot {
+	uint64_t seq;  /* the write it carries */
+	bool reading;
+};
+
+static int load_child(const char *peer, const char *name, int idx, double secs, size_t size,
+		      int depth)
+{
+	struct rp_client *c = conn();
+	struct rp_region *src, *back;
+	struct rp_remote *rm;
+	struct rp_completion comp[64];
+	struct slot *sl = calloc((size_t)depth, sizeof(*sl));
+	uint64_t seq = 0, ok = 0, notified = 0, bad = 0, other = 0, busy = 0;
+	double end = now_s() + secs;
+	int e, i, n, k;
+
+	if (!sl || (e = rp_region_alloc(c, pages(size * (size_t)depth), 0, &src)) < 0 ||
+	    (e = rp_region_alloc(c, pages(size * (size_t)depth), 0, &back)) < 0 ||
+	    (e = rp_remote_open(c, peer, name, &rm)) < 0) {
+		fprintf(stderr, "load %d: %s\n", idx, sl ? rp_strerror(e) : "no memory");
+		return 2;
+	}
+	/* Cookie = slot | seq << 8 (a write) | 1 << 7 (its read-back). */
+	for (k = 0; k < depth; k++) {
+		char *p = (char *)rp_region_ptr(src) + (size_t)k * size;
+
+		sl[k].seq = seq++;
+		fill(p, size, (uint64_t)idx << 32 | sl[k].seq);
+		e = rp_write_imm(c, src, (size_t)k * size, rm, ((size_t)idx * depth + k) * size,
+				 size, (uint64_t)k | sl[k].seq << 8, sl[k].seq & 1 ? RP_NOTIFY : 0,
+				 (uint32_t)idx << 24 | (uint32_t)(sl[k].seq & 0xffffff));
+		if (e < 0)
+			return 3;
+		busy++;
+	}
+	while (busy) {
+		n = rp_wait(c, comp, 64, 60000);
+		if (n <= 0) {
+			fprintf(stderr, "load %d: %s\n", idx, n ? rp_strerror(n) : "no completion in 60 s");
+			return 4;
+		}
+		for (i = 0; i < n; i++) {
+			uint64_t ck = comp[i].cookie;
+			int s = (int)(ck & 0x7f);
+			bool is_read = ck & 0x80;
+			char *sp = (char *)rp_region_ptr(src) + (size_t)s * size;
+			char *bp = (char *)rp_region_ptr(back) + (size_t)s * size;
+
+			/* Exactly once: the completion must be the one this slot waits for. */
+			if (s >= depth || (ck >> 8) != sl[s].seq || is_read != sl[s].reading ||
+			    comp[i].op != (is_read ? RP_OP_READ : RP_OP_WRITE)) {
+				fprintf(stderr, "load %d: unexpected completion cookie %" PRIu64 "\n",
+					idx, ck);
+				return 5;
+			}
+			busy--;
+			if (comp[i].status) {
+				other++;
+				sl[s].reading = false;
+			} else if (!is_read) {
+				ok++;
+				notified += sl[s].seq & 1;
+				sl[s].reading = true;
+				memset(bp, 0, size);
+				e = rp_read(c, back, (size_t)s * size, rm,
+					    ((size_t)idx * depth + (size_t)s) * size, size, ck | 0x80, 0);
+				if (e < 0)
+					return 3;
+				busy++;
+				continue;
+			} else {
+				ok++;
+				bad += memcmp(sp, bp, size) != 0;
+				sl[s].reading = false;
+			}
+			if (now_s() >= end)
+				continue;
+			sl[s].seq = seq++;
+			fill(sp, size, (uint64_t)idx << 32 | sl[s].seq);
+			e = rp_write_imm(c, src, (size_t)s * size, rm,
+					 ((size_t)idx * depth + (size_t)s) * size, size,
+					 (uint64_t)s | sl[s].seq << 8, sl[s].seq & 1 ? RP_NOTIFY : 0,
+					 (uint32_t)idx << 24 | (uint32_t)(sl[s].seq & 0xffffff));
+			if (e < 0)
+				return 3;
+			busy++;
+		}
+	}
+	printf("load client=%d ok=%" PRIu64 " notified_ok=%" PRIu64 " mismatch=%" PRIu64
+	       " failed=%" PRIu64 "\n",
+	       idx, ok, notified, bad, other);
+	fflush(stdout);
+	rp_disconnect(c);
+	return bad || other ? 1 : 0;
+}
+
+static int do_load(const char *peer, const char *name, int nproc, double secs, size_t size,
+		   int depth)
+{
+	int i, st, rc = 0;
+
+	if (depth < 1 || depth > 127 || nproc < 1 || nproc > 16)
+		return 2;
+	for (i = 0; i < nproc; i++)
+		if (fork() == 0)
+			_exit(load_child(peer, name, i, secs, size, depth));
+	for (i = 0; i < nproc; i++) {
+		wait(&st);
+		rc |= !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -404,6 +573,11 @@ int main(int argc, char **argv)
 				atoi(argv[6]));
 	if (!strcmp(mode, "notify-burst") && argc == 6)
 		return do_notify_burst(argv[2], argv[3], (uint32_t)atoi(argv[4]), atoi(argv[5]));
+	if (!strcmp(mode, "count-notify") && argc == 4)
+		return do_count_notify(argv[2], parse_size(argv[3]));
+	if (!strcmp(mode, "load") && argc == 8)
+		return do_load(argv[2], argv[3], atoi(argv[4]), atof(argv[5]), parse_size(argv[6]),
+			       atoi(argv[7]));
 	if (!strcmp(mode, "hold") && argc == 4)
 		return do_hold(argv[2], argv[3]);
 	if (!strcmp(mode, "expect-open") && argc == 5) {

@@ -139,6 +139,18 @@ diag "$T_DIR/st1" "$T_DIR/st2"
 ok $? "16 clients on two daemons write and read back their own slices concurrently"
 finish st
 
+# ---- 16 clients keep writes (half notifying) and reads in flight to one peer ----
+spawn ld B count-notify ld 16M
+said ld ready
+io A load B ld 16 5 64K 4 >"$T_DIR/load" 2>&1
+r=$?
+finish ld
+got=$(sed -n 's/^notified=\([0-9]*\) distinct=\([0-9]*\)$/\1 \2/p' "$T_DIR/ld.out")
+want=$(awk -F'notified_ok=' '/^load/ { split($2, a, " "); s += a[1] } END { print s + 0 }' "$T_DIR/load")
+[ $r -eq 0 ] && [ "$(grep -c '^load client=' "$T_DIR/load")" -eq 16 ] && [ "$got" = "$want $want" ]
+ok $? "16 clients for 5 s: every op reported once, every byte read back right, each of the $want notifying writes notified once ($got)"
+diag "$T_DIR/load"
+
 # ---- a peer SIGKILLed in the middle of transfers ----
 spawn k B export k 1M 0
 said k ready

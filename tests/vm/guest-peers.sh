@@ -164,6 +164,20 @@ one_guest() {
 	ok $? "8 clients at once write and read back their own 1 MiB slices through one QP" ||
 		diag "$D/st.out"
 
+	# 16 clients keep writes (half of them notifying) and read-backs in flight to B.
+	spawn ld B count-notify ld 16M
+	said ld ready
+	io A load B ld 16 10 64K 4 >"$D/load.out" 2>&1
+	rc=$?
+	finish ld
+	got=$(sed -n 's/^notified=\([0-9]*\) distinct=\([0-9]*\)$/\1 \2/p' "$D/ld.out")
+	want=$(awk -F'notified_ok=' '/^load/ { split($2, a, " "); s += a[1] } END { print s + 0 }' \
+		"$D/load.out")
+	[ $rc -eq 0 ] && [ "$(grep -c '^load client=' "$D/load.out")" -eq 16 ] &&
+		[ "$got" = "$want $want" ]
+	ok $? "16 clients for 10 s through one QP: every op reported once, every byte right, each of the $want notifying writes notified once ($got)" ||
+		diag "$D/load.out"
+
 	# A client killed in the middle of transfers; another client on the same peer.
 	io A storm B st 8 1M 16 >"$D/victim.out" 2>&1 &
 	victim=$!
