@@ -190,7 +190,7 @@ struct core {
 	 * core_publish(). Otherwise each is published at once.
 	 */
 	bool batching;
-	struct session *dirty;
+	struct session *dirty, *dirty_tail; /* in the order they were first written to */
 };
 
 int core_new(const struct config *cfg, const struct core_glue_ops *glue, struct core **ret);

@@ -120,10 +120,19 @@ void xfer_complete(struct session *s, const struct rp_cqe *cqe)
 		publish(s);
 		return;
 	}
+	/*
+	 * Published in the order sessions were first written to: a notification
+	 * is visible before the completion of the write that caused it (op_end()
+	 * writes the notification first), as when each was published at once.
+	 */
 	if (!s->dirty) {
 		s->dirty = true;
-		s->dirty_next = c->dirty;
-		c->dirty = s;
+		s->dirty_next = NULL;
+		if (c->dirty_tail)
+			c->dirty_tail->dirty_next = s;
+		else
+			c->dirty = s;
+		c->dirty_tail = s;
 	}
 }
 
@@ -131,6 +140,7 @@ void core_publish(struct core *c)
 {
 	struct session *s;
 
+	c->dirty_tail = NULL;
 	while ((s = c->dirty)) {
 		c->dirty = s->dirty_next;
 		s->dirty = false;

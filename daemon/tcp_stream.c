@@ -10,7 +10,11 @@
 
 #include "core.h" /* struct region */
 
-#define DISCARD_BUF (64 * 1024)
+/*
+ * The staging buffer: big enough for a read to take many replies at once,
+ * small enough that little of a large payload is copied through it.
+ */
+#define RBUF 4096
 #define PAYLOAD_CHUNK (64u << 20) /* largest single read into a region */
 
 #define OP_NEXT(op) (*(struct peer_op **)&(op)->scratch[0])
@@ -50,12 +54,18 @@ void tstream_init(struct tstream *st, const struct tstream_io *io, struct peer_l
 
 void tstream_fini(struct tstream *st)
 {
+	st->failed = true;
 	if (st->rx_active) {
 		st->rx_active = false;
 		peer_x_rx_end(st->link, &st->rx, -ECONNRESET);
 	}
-	free(st->discard);
-	st->discard = NULL;
+	free(st->rbuf);
+	st->rbuf = NULL;
+}
+
+void tstream_stop(struct tstream *st)
+{
+	st->failed = true;
 }
 
 int tstream_send_ctrl(struct xconn *x, const void *msg, size_t len)
@@ -144,6 +154,8 @@ static struct peer_op *pop_op(struct tstream *st, uint64_t id, uint16_t kind)
 
 static void expect_payload(struct tstream *st, void *dst, uint64_t len)
 {
+	if (!len)
+		return; /* nothing follows the fixed part: the next header does */
 	st->have = 0;
 	st->left = len;
 	st->dst = dst;
@@ -321,55 +333,78 @@ static void payload_done(struct tstream *st)
 
 void tstream_rx_buf(struct tstream *st, char **ret_buf, size_t *ret_len)
 {
-	switch (st->phase) {
-	case TS_HDR:
-	case TS_FIXED:
-		*ret_buf = (char *)st->fixed + st->have;
-		*ret_len = st->need - st->have;
-		return;
-	case TS_PAYLOAD:
+	st->rx_direct = false;
+	if (st->phase == TS_PAYLOAD && st->rpos == st->rlen && st->left > RBUF) {
+		st->rx_direct = true;
 		*ret_buf = st->dst;
 		*ret_len = st->left < PAYLOAD_CHUNK ? st->left : PAYLOAD_CHUNK;
 		return;
-	case TS_DISCARD:
-		if (!st->discard)
-			st->discard = malloc(DISCARD_BUF);
-		*ret_buf = st->discard;
-		*ret_len = st->discard ? (st->left < DISCARD_BUF ? st->left : DISCARD_BUF) : 0;
-		return;
 	}
+	if (!st->rbuf)
+		st->rbuf = malloc(RBUF);
+	if (st->rpos == st->rlen)
+		st->rpos = st->rlen = 0;
+	if (st->rpos && st->rlen == RBUF) {
+		memmove(st->rbuf, st->rbuf + st->rpos, st->rlen - st->rpos);
+		st->rlen -= st->rpos;
+		st->rpos = 0;
+	}
+	*ret_buf = st->rbuf ? st->rbuf + st->rlen : NULL;
+	*ret_len = st->rbuf ? RBUF - st->rlen : 0;
 }
 
-void tstream_consumed(struct tstream *st, size_t n)
+/* Bytes of the header or fixed part: 0 when it is complete (and acted on). */
+static void take_fixed(struct tstream *st, const char *p, size_t n)
 {
 	const char *why = "?";
 
-	switch (st->phase) {
-	case TS_HDR:
-		st->have += n;
-		if (st->have < st->need)
-			return;
+	memcpy(st->fixed + st->have, p, n);
+	st->have += n;
+	if (st->phase == TS_HDR && st->have == st->need) {
 		if (pp_check_hdr((struct pp_hdr *)st->fixed, &why) < 0) {
 			sfail(st, -EPROTO, "malformed message header from the peer: %s", why);
 			return;
 		}
 		st->need = ((struct pp_hdr *)st->fixed)->len;
 		st->phase = TS_FIXED;
-		if (st->have == st->need)
-			on_fixed(st);
+	}
+	if (st->phase == TS_FIXED && st->have == st->need)
+		on_fixed(st);
+}
+
+/* Payload bytes (read into the region, or copied there from the staging buffer). */
+static void take_payload(struct tstream *st, const char *p, size_t n)
+{
+	if (st->phase == TS_PAYLOAD) {
+		if (p != st->dst)
+			memcpy(st->dst, p, n);
+		st->dst += n;
+	}
+	st->left -= n;
+	if (!st->left)
+		payload_done(st);
+}
+
+void tstream_consumed(struct tstream *st, size_t n)
+{
+	if (st->rx_direct) {
+		st->rx_direct = false;
+		take_payload(st, st->dst, n);
 		return;
-	case TS_FIXED:
-		st->have += n;
-		if (st->have == st->need)
-			on_fixed(st);
-		return;
-	case TS_PAYLOAD:
-	case TS_DISCARD:
-		if (st->phase == TS_PAYLOAD)
-			st->dst += n;
-		st->left -= n;
-		if (!st->left)
-			payload_done(st);
-		return;
+	}
+	st->rlen += n;
+	while (st->rpos < st->rlen && !st->failed) {
+		size_t avail = st->rlen - st->rpos, take;
+		const char *p = st->rbuf + st->rpos;
+
+		if (st->phase == TS_HDR || st->phase == TS_FIXED) {
+			take = st->need - st->have < avail ? st->need - st->have : avail;
+			st->rpos += take;
+			take_fixed(st, p, take);
+		} else {
+			take = st->left < avail ? st->left : avail;
+			st->rpos += take;
+			take_payload(st, p, take);
+		}
 	}
 }

@@ -7,12 +7,12 @@
  * came (tstream_consumed), and writes what the stream queues through its
  * io hooks. Everything a message means is the peer layer's (transport.h).
  *
- * Zero copy: the reader frames the stream itself, reading a header, then
- * the fixed part, then pointing the read buffer straight at the target
- * slice of the region for the payload (never more than the current part, so
- * a read never crosses a message boundary). Outgoing payloads are written
- * with an iovec into the source region, which the peer layer keeps
- * referenced until the op is reported, i.e. after the write completed.
+ * Nearly zero copy: the reader frames the stream itself. Headers and fixed
+ * parts arrive through a small staging buffer (one read takes many of them,
+ * and the first bytes of a payload); the rest of a payload is read straight
+ * into the target slice of the region. Outgoing payloads are written with
+ * an iovec into the source region, which the peer layer keeps referenced
+ * until the op is reported, i.e. after the write completed.
  *
  * Ordering: the far side answers requests in the order it reads them, so
  * outstanding ops form a FIFO and every reply must match its head; anything
@@ -62,7 +62,14 @@ struct tstream {
 	uint16_t rx_type;    /* PP_WRITE or PP_SEND (reply type - 1) */
 	uint64_t rx_id;
 	struct peer_op *rop; /* READ_R payload goes into this op's region */
-	char *discard;
+	/*
+	 * Headers and fixed parts are read through a small staging buffer, many
+	 * per read; a payload beyond what the buffer holds is read straight into
+	 * its region (rx_direct).
+	 */
+	char *rbuf;
+	size_t rpos, rlen;
+	bool rx_direct;
 
 	/* Ops sent and not answered, oldest first (linked through scratch[0]). */
 	struct peer_op *head, *tail;
@@ -72,8 +79,10 @@ struct tstream {
 void tstream_init(struct tstream *st, const struct tstream_io *io, struct peer_link *link);
 /* Where the next received bytes go, and at most how many (0: no memory). */
 void tstream_rx_buf(struct tstream *st, char **ret_buf, size_t *ret_len);
-/* @n bytes arrived at the buffer tstream_rx_buf() gave. */
+/* @n bytes arrived at the buffer tstream_rx_buf() gave: act on them. */
 void tstream_consumed(struct tstream *st, size_t n);
+/* The glue is closing the connection: act on nothing more it received. */
+void tstream_stop(struct tstream *st);
 /* The connection is gone: end an incoming transfer in progress, free buffers. */
 void tstream_fini(struct tstream *st);
 

@@ -41,6 +41,9 @@ struct tcp_transport {
 	uv_loop_t *loop;
 	uv_tcp_t listener;
 	bool listening;
+	uv_prepare_t flusher; /* writes the corked messages before the loop polls */
+	struct xconn *corked; /* connections with corked messages */
+	unsigned handles;     /* open handles: freed when the last one closes */
 };
 
 struct xconn {
@@ -59,6 +62,17 @@ struct xconn {
 	char why[96];
 	char addr[80];
 
+	/*
+	 * Small messages without payload (replies, control) are corked: copied
+	 * here and written together, once per loop turn, so a burst of requests
+	 * costs one write of their replies, not one per reply.
+	 */
+	char *cork;
+	size_t cork_len, cork_cap;
+	unsigned cork_replies;
+	struct xconn *cork_next; /* in t->corked */
+	bool on_cork_list;
+
 	/* Write queue (see "Backpressure"). */
 	size_t reply_cost;   /* of the replies queued and not yet written */
 	unsigned replies;    /* how many */
@@ -71,8 +85,8 @@ struct xconn {
 struct wreq {
 	uv_write_t req;
 	struct xconn *x;
-	bool has_rx; /* an incoming READ served from a region: end it when written */
-	bool reply;  /* counted in x->reply_cost */
+	bool has_rx;	  /* an incoming READ served from a region: end it when written */
+	unsigned replies; /* replies in it, counted in x->replies and x->reply_cost */
 	size_t cost;
 	struct peer_rx rx;
 	_Alignas(8) uint8_t msg[]; /* the fixed part */
@@ -83,11 +97,27 @@ static void xfail(struct xconn *x, int err, const char *fmt, ...)
 
 static void tcp_close(struct xconn *x);
 
+static void cork_unlist(struct xconn *x)
+{
+	struct xconn **pp;
+
+	if (!x->on_cork_list)
+		return;
+	for (pp = &x->t->corked; *pp; pp = &(*pp)->cork_next)
+		if (*pp == x) {
+			*pp = x->cork_next;
+			break;
+		}
+	x->on_cork_list = false;
+}
+
 static void xconn_unref(struct xconn *x)
 {
 	if (--x->handles)
 		return;
 	tstream_fini(&x->st);
+	cork_unlist(x);
+	free(x->cork);
 	free(x);
 }
 
@@ -113,11 +143,20 @@ static void close_handles(struct xconn *x)
 	uv_close((uv_handle_t *)&x->tcp, on_closed);
 }
 
+static int write_out(struct xconn *x, const void *msg, size_t len, unsigned replies,
+		     const void *payload, uint64_t plen, const struct peer_rx *rx);
+
 static void tcp_close(struct xconn *x)
 {
 	if (x->closing)
 		return;
+	/* What is corked (a REJECT saying why, say) still goes out, if it can. */
+	if (x->cork_len && !x->resolving)
+		write_out(x, x->cork, x->cork_len, x->cork_replies, NULL, 0, NULL);
+	x->cork_len = 0;
+	x->cork_replies = 0;
 	x->closing = true;
+	tstream_stop(&x->st);
 	if (x->resolving) {
 		/* The resolver callback finishes the close. */
 		uv_cancel((uv_req_t *)&x->gai);
@@ -212,9 +251,9 @@ static void on_written(uv_write_t *req, int status)
 	struct xconn *x = w->x;
 
 	x->progress_ms = uv_now(x->tcp.loop);
-	if (w->reply) {
+	if (w->replies) {
 		x->reply_cost -= w->cost;
-		x->replies--;
+		x->replies -= w->replies;
 	}
 	if (w->has_rx)
 		peer_x_rx_end(x->st.link, &w->rx, status < 0 ? -ECONNRESET : 0);
@@ -240,17 +279,14 @@ static bool is_reply(uint16_t type)
 	}
 }
 
-/* Queue a fixed part plus an optional payload iovec. */
-static int queue(struct xconn *x, const void *msg, size_t len, const void *payload, uint64_t plen,
-		 const struct peer_rx *rx)
+/* Write @len bytes of @msg (holding @replies replies) and @plen bytes at @payload. */
+static int write_out(struct xconn *x, const void *msg, size_t len, unsigned replies,
+		     const void *payload, uint64_t plen, const struct peer_rx *rx)
 {
-	const struct pp_hdr *h = msg;
 	struct wreq *w;
 	uv_buf_t bufs[2];
 	int r;
 
-	if (x->closing)
-		return -ENOTCONN;
 	w = malloc(sizeof(*w) + len);
 	if (!w)
 		return -ENOMEM;
@@ -259,7 +295,7 @@ static int queue(struct xconn *x, const void *msg, size_t len, const void *paylo
 	w->has_rx = rx != NULL;
 	if (rx)
 		w->rx = *rx;
-	w->reply = is_reply(h->type);
+	w->replies = replies;
 	w->cost = sizeof(*w) + len;
 	memcpy(w->msg, msg, len);
 	bufs[0] = uv_buf_init((char *)w->msg, (unsigned)len);
@@ -269,13 +305,85 @@ static int queue(struct xconn *x, const void *msg, size_t len, const void *paylo
 		free(w);
 		return -ENOTCONN;
 	}
-	if (w->reply) {
+	if (replies) {
 		x->reply_cost += w->cost;
-		x->replies++;
+		x->replies += replies;
 		read_pause(x);
 	}
 	stall_arm(x);
 	return 0;
+}
+
+/* Write what is corked on @x, in one write. */
+static int cork_flush(struct xconn *x)
+{
+	int r = 0;
+
+	if (x->cork_len && !x->closing)
+		r = write_out(x, x->cork, x->cork_len, x->cork_replies, NULL, 0, NULL);
+	x->cork_len = 0;
+	x->cork_replies = 0;
+	if (r < 0)
+		xfail(x, r, "cannot queue a write");
+	return r;
+}
+
+static void on_flush(uv_prepare_t *h)
+{
+	struct tcp_transport *t = h->data;
+	struct xconn *x;
+
+	uv_prepare_stop(h);
+	while ((x = t->corked)) {
+		t->corked = x->cork_next;
+		x->cork_next = NULL;
+		x->on_cork_list = false;
+		cork_flush(x);
+	}
+}
+
+/* Cork a small message: written with the others before the loop next polls. */
+static int cork(struct xconn *x, const void *msg, size_t len, bool reply)
+{
+	struct tcp_transport *t = x->t;
+
+	if (x->cork_len + len > x->cork_cap) {
+		size_t cap = x->cork_cap ? x->cork_cap * 2 : 4096;
+		char *nb;
+
+		while (cap < x->cork_len + len)
+			cap *= 2;
+		nb = realloc(x->cork, cap);
+		if (!nb)
+			return -ENOMEM;
+		x->cork = nb;
+		x->cork_cap = cap;
+	}
+	memcpy(x->cork + x->cork_len, msg, len);
+	x->cork_len += len;
+	x->cork_replies += reply;
+	if (!x->on_cork_list) {
+		x->on_cork_list = true;
+		x->cork_next = t->corked;
+		t->corked = x;
+		uv_prepare_start(&t->flusher, on_flush);
+	}
+	return 0;
+}
+
+/* Queue a fixed part plus an optional payload iovec, in order with what is corked. */
+static int queue(struct xconn *x, const void *msg, size_t len, const void *payload, uint64_t plen,
+		 const struct peer_rx *rx)
+{
+	const struct pp_hdr *h = msg;
+
+	if (x->closing)
+		return -ENOTCONN;
+	if (!plen && !rx)
+		return cork(x, msg, len, is_reply(h->type));
+	if (cork_flush(x) < 0)
+		return -ENOTCONN;
+	return write_out(x, msg, len, is_reply(h->type), payload, plen, rx);
 }
 
 static int stream_write(struct tstream *st, const void *msg, size_t len, const void *payload,
@@ -472,6 +580,7 @@ static int tcp_listen(struct transport *tt, const char *host, uint16_t port, cha
 	if (r == 0) {
 		t->listener.data = t;
 		t->listening = true;
+		t->handles++;
 		r = uv_tcp_bind(&t->listener, res->ai_addr, 0);
 	}
 	if (r == 0)
@@ -494,9 +603,12 @@ static int tcp_export_info(struct transport *t, struct export *e, void *buf, siz
 	return 0; /* the exporting daemon checks every op itself */
 }
 
-static void on_listener_closed(uv_handle_t *h)
+static void on_transport_closed(uv_handle_t *h)
 {
-	free(h->data);
+	struct tcp_transport *t = h->data;
+
+	if (--t->handles == 0)
+		free(t);
 }
 
 static void tcp_free(struct transport *tt)
@@ -504,9 +616,8 @@ static void tcp_free(struct transport *tt)
 	struct tcp_transport *t = (struct tcp_transport *)tt;
 
 	if (t->listening)
-		uv_close((uv_handle_t *)&t->listener, on_listener_closed);
-	else
-		free(t);
+		uv_close((uv_handle_t *)&t->listener, on_transport_closed);
+	uv_close((uv_handle_t *)&t->flusher, on_transport_closed);
 }
 
 static const struct transport_ops tcp_ops = {
@@ -534,6 +645,9 @@ int tcp_transport_new(uv_loop_t *loop, struct transport **ret)
 	signal(SIGPIPE, SIG_IGN);
 	t->base.ops = &tcp_ops;
 	t->loop = loop;
+	uv_prepare_init(loop, &t->flusher);
+	t->flusher.data = t;
+	t->handles = 1;
 	*ret = &t->base;
 	return 0;
 }

@@ -96,11 +96,24 @@ static int hugebus(void)
 	return 0;
 }
 
+/* How many of @fds the daemon still keeps open (a refused one reads as hang-up). */
+static int count_kept(const int *fds, int n)
+{
+	int i, kept = 0;
+
+	for (i = 0; i < n; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+
+		kept += !(poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLIN)));
+	}
+	return kept;
+}
+
 static int hold(int n)
 {
 	const char *path = getenv("RDMAPROXY_SOCKET");
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int *fds = calloc((size_t)n, sizeof(int)), i, kept = 0;
+	int *fds = calloc((size_t)n, sizeof(int)), i, kept = 0, prev, same;
 	char b;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path ? path : "");
@@ -111,12 +124,12 @@ static int hold(int n)
 			return 1;
 		}
 	}
-	usleep(300000);
-	for (i = 0; i < n; i++) {
-		struct pollfd p = { .fd = fds[i], .events = POLLIN };
-
-		/* A refused connection reads as hang-up. */
-		kept += !(poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLIN)));
+	/* Until the daemon has settled: the same count for half a second (a busy host is slow). */
+	for (i = 0, prev = -1, same = 0; same < 5 && i < 300; i++) {
+		usleep(100000);
+		kept = count_kept(fds, n);
+		same = kept == prev ? same + 1 : 0;
+		prev = kept;
 	}
 	printf("kept=%d\nholding\n", kept);
 	fflush(stdout);
