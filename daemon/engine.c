@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -39,7 +40,7 @@
 /* The clock is read once every this many passes. */
 #define CLOCK_PASSES 16u
 /* Idle passes spent with `pause` before each further idle pass yields the CPU. */
-#define PAUSE_PASSES 64u
+#define PAUSE_PASSES 8u
 /* The idle spin before sleeping adapts between these. */
 #define SPIN_MIN_NS 10000u
 #define SPIN_MAX_NS 200000u
@@ -185,6 +186,10 @@ static int poll_session(struct engine *e, struct engine_ent *ent)
 	struct session *s = ent->s;
 	int r;
 
+	/* Its client may spin while this moves (rp-ring.h): we are running. */
+	if (s->rings.base)
+		atomic_store_explicit(&s->rings.v.info->daemon_passes, (uint32_t)e->st.passes,
+				      memory_order_relaxed);
 	if (!xfer_pending(s)) {
 		if (e->now - ent->last_ns < e->spin_ns)
 			return 0;

@@ -135,9 +135,9 @@ _Static_assert(sizeof(struct vp_xinfo) <= PEER_XINFO_MAX, "vp_xinfo");
 /* Per send slot: the header (and, for control messages, the body) of a SEND. */
 #define VP_SBUF (sizeof(struct vp_hdr) + PEER_CTRL_MAX)
 /* One-sided ops are split into pieces this large, taken round-robin between ops. */
-#define VP_RW_PIECE (1u << 20)
+#define VP_RW_PIECE (256u << 10)
 /* One-sided bytes posted and not yet completed, per connection (see add_rw()). */
-#define VP_RW_WINDOW (8u << 20)
+#define VP_RW_WINDOW (2u << 20)
 /* One-sided pieces this large are always signalled, so the window frees steadily. */
 #define VP_RW_SIGNAL_BYTES (256u << 10)
 /* WRs whose data is at most this long are posted inline (if the device allows). */

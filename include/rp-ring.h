@@ -49,7 +49,15 @@ struct rp_ring_info {
 	uint32_t cq_entries;
 	uint32_t pad;
 	uint64_t size;
-	uint8_t reserved[40];
+	/*
+	 * Advanced by the daemon on every pass of its engine while it polls this
+	 * ring (relaxed stores): a waiting client spins only while it moves,
+	 * since spinning pays only while the party it waits for is running.
+	 * Still: the daemon is asleep or descheduled, and the client should
+	 * sleep rather than take a CPU the daemon may need.
+	 */
+	_Atomic uint32_t daemon_passes;
+	uint8_t reserved[36];
 };
 _Static_assert(sizeof(struct rp_ring_info) == 64, "rp_ring_info");
 

@@ -27,6 +27,8 @@
 #define SPIN_START_NS 20000u
 /* Polls with `pause` before each further poll of a spin yields the CPU. */
 #define PAUSE_POLLS 32u
+/* A spin ends when the daemon's engine has not moved for this long. */
+#define STILL_NS 20000u
 
 static uint64_t now_ns(clockid_t clk)
 {
@@ -269,9 +271,15 @@ static void cpu_relax(void)
  * Poll until a completion comes or @until (ns) passes: `pause` between the
  * first polls, then sched_yield(), so that on a host with more runnable
  * processes than CPUs the daemon (or the peer we wait for) gets this CPU.
+ * With @watch, give up as soon as the daemon's engine stops moving (the
+ * ring's daemon_passes): it is asleep or not running, and spinning would
+ * only take a CPU it may need.
  */
-static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint64_t until)
+static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint64_t until,
+		bool watch)
 {
+	uint32_t seen = atomic_load_explicit(&c->v.info->daemon_passes, memory_order_relaxed);
+	uint64_t now, moved = now_ns(CLOCK_MONOTONIC);
 	unsigned polls = 0;
 	int n;
 
@@ -283,8 +291,20 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 			sched_yield();
 		else
 			cpu_relax();
-		if (polls % 8 == 0 && now_ns(CLOCK_MONOTONIC) >= until)
+		if (polls % 8)
+			continue;
+		now = now_ns(CLOCK_MONOTONIC);
+		if (now >= until)
 			return 0;
+		if (!watch)
+			continue;
+		n = (int)atomic_load_explicit(&c->v.info->daemon_passes, memory_order_relaxed);
+		if ((uint32_t)n != seen) {
+			seen = (uint32_t)n;
+			moved = now;
+		} else if (now - moved > STILL_NS) {
+			return 0;
+		}
 	}
 }
 
@@ -311,11 +331,11 @@ RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max,
 	if (timeout_ms > 0)
 		end = t0 + (uint64_t)timeout_ms * 1000000ull;
 	if (c->wait_mode == RP_WAIT_BUSY)
-		return spin(c, comps, max, timeout_ms > 0 ? end : UINT64_MAX);
+		return spin(c, comps, max, timeout_ms > 0 ? end : UINT64_MAX, false);
 	if (c->wait_mode == RP_WAIT_ADAPTIVE) {
 		uint64_t until = t0 + c->spin_ns;
 
-		n = spin(c, comps, max, end && end < until ? end : until);
+		n = spin(c, comps, max, end && end < until ? end : until, true);
 		if (n != 0)
 			return n;
 	}
