@@ -357,7 +357,7 @@ static int open_peers(struct manager *m)
 	};
 	int r;
 
-	r = tcp_transport_new(&m->lp->loop, &env.tcp);
+	r = tcp_transport_new(&m->lp->loop, m->lp->ev, &env.tcp);
 	if (r == 0 && m->transport == RP_TRANSPORT_VERBS) {
 		r = verbs_transport_new(m->rdev, m->cfg, m->incarnation, m->lp->ev, &env.verbs);
 		if (r < 0) {

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evloop.h"
 #include "tcp_stream.h"
 
 #define WQ_HIGH (4u << 20)	  /* queued replies' cost at which reading stops */
@@ -41,9 +42,9 @@ struct tcp_transport {
 	uv_loop_t *loop;
 	uv_tcp_t listener;
 	bool listening;
-	uv_prepare_t flusher; /* writes the corked messages before the loop polls */
-	struct xconn *corked; /* connections with corked messages */
-	unsigned handles;     /* open handles: freed when the last one closes */
+	struct evloop *ev;
+	struct ev_timer *flusher; /* "soon": writes the corked messages at the end of the pass */
+	struct xconn *corked;	  /* connections with corked messages */
 };
 
 struct xconn {
@@ -328,12 +329,11 @@ static int cork_flush(struct xconn *x)
 	return r;
 }
 
-static void on_flush(uv_prepare_t *h)
+static void on_flush(void *arg)
 {
-	struct tcp_transport *t = h->data;
+	struct tcp_transport *t = arg;
 	struct xconn *x;
 
-	uv_prepare_stop(h);
 	while ((x = t->corked)) {
 		t->corked = x->cork_next;
 		x->cork_next = NULL;
@@ -366,7 +366,7 @@ static int cork(struct xconn *x, const void *msg, size_t len, bool reply)
 		x->on_cork_list = true;
 		x->cork_next = t->corked;
 		t->corked = x;
-		uv_prepare_start(&t->flusher, on_flush);
+		ev_timer_start(t->ev, t->flusher, 0, 0);
 	}
 	return 0;
 }
@@ -580,7 +580,6 @@ static int tcp_listen(struct transport *tt, const char *host, uint16_t port, cha
 	if (r == 0) {
 		t->listener.data = t;
 		t->listening = true;
-		t->handles++;
 		r = uv_tcp_bind(&t->listener, res->ai_addr, 0);
 	}
 	if (r == 0)
@@ -605,19 +604,18 @@ static int tcp_export_info(struct transport *t, struct export *e, void *buf, siz
 
 static void on_transport_closed(uv_handle_t *h)
 {
-	struct tcp_transport *t = h->data;
-
-	if (--t->handles == 0)
-		free(t);
+	free(h->data);
 }
 
 static void tcp_free(struct transport *tt)
 {
 	struct tcp_transport *t = (struct tcp_transport *)tt;
 
+	ev_timer_free(t->ev, t->flusher);
 	if (t->listening)
 		uv_close((uv_handle_t *)&t->listener, on_transport_closed);
-	uv_close((uv_handle_t *)&t->flusher, on_transport_closed);
+	else
+		free(t);
 }
 
 static const struct transport_ops tcp_ops = {
@@ -632,12 +630,16 @@ static const struct transport_ops tcp_ops = {
 	.free = tcp_free,
 };
 
-int tcp_transport_new(uv_loop_t *loop, struct transport **ret)
+int tcp_transport_new(uv_loop_t *loop, struct evloop *ev, struct transport **ret)
 {
 	struct tcp_transport *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
+	if (ev_timer_new(ev, on_flush, t, &t->flusher) < 0) {
+		free(t);
+		return -ENOMEM;
+	}
 	/*
 	 * libuv writes to TCP sockets without MSG_NOSIGNAL: a peer that dies with
 	 * writes pending would kill the daemon with SIGPIPE. EPIPE is handled.
@@ -645,9 +647,7 @@ int tcp_transport_new(uv_loop_t *loop, struct transport **ret)
 	signal(SIGPIPE, SIG_IGN);
 	t->base.ops = &tcp_ops;
 	t->loop = loop;
-	uv_prepare_init(loop, &t->flusher);
-	t->flusher.data = t;
-	t->handles = 1;
+	t->ev = ev;
 	*ret = &t->base;
 	return 0;
 }

@@ -7,6 +7,9 @@
 
 #include "transport.h"
 
-int tcp_transport_new(uv_loop_t *loop, struct transport **ret);
+struct evloop;
+
+/* Small messages are written at the end of the engine's pass: @ev's "soon" timers. */
+int tcp_transport_new(uv_loop_t *loop, struct evloop *ev, struct transport **ret);
 
 #endif

@@ -7,9 +7,9 @@
  *   hostile hugebus          punch the huge page out of an exported hugetlb
  *                            region, take every free huge page, then write
  *                            into the region through the daemon
- *   hostile hold N           open N connections, never say HELLO, print how
- *                            many the daemon kept after a moment, hold until
- *                            stdin closes
+ *   hostile hold N           open N connections, never say HELLO, print
+ *                            "holding"; for each line on stdin print how many
+ *                            the daemon keeps; hold until stdin closes
  *   hostile exports N        export one region under N names
  *   hostile notifyfull N     N notifying writes to an exporter that never
  *                            reaps: none may be reported failed yet landed
@@ -113,7 +113,7 @@ static int hold(int n)
 {
 	const char *path = getenv("RDMAPROXY_SOCKET");
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int *fds = calloc((size_t)n, sizeof(int)), i, kept = 0, prev, same;
+	int *fds = calloc((size_t)n, sizeof(int)), i;
 	char b;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path ? path : "");
@@ -124,17 +124,14 @@ static int hold(int n)
 			return 1;
 		}
 	}
-	/* Until the daemon has settled: the same count for half a second (a busy host is slow). */
-	for (i = 0, prev = -1, same = 0; same < 5 && i < 300; i++) {
-		usleep(100000);
-		kept = count_kept(fds, n);
-		same = kept == prev ? same + 1 : 0;
-		prev = kept;
-	}
-	printf("kept=%d\nholding\n", kept);
+	printf("holding\n");
 	fflush(stdout);
+	/* Each line on stdin asks how many the daemon keeps now; EOF ends it. */
 	while (read(0, &b, 1) > 0)
-		;
+		if (b == '\n') {
+			printf("kept=%d\n", count_kept(fds, n));
+			fflush(stdout);
+		}
 	return 0;
 }
 
