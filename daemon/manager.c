@@ -74,6 +74,7 @@ static void on_status_timer(uv_timer_t *t)
 	struct manager *m = t->data;
 	char status[sizeof(m->status_sent)];
 
+	log_ratelimit_flush(); /* summaries of the bursts that ended */
 	manager_status_line(m, status, sizeof(status));
 	if (!strcmp(status, m->status_sent))
 		return;

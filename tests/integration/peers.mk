@@ -29,3 +29,11 @@ tests_integration_test_peers_raw_SOURCES = tests/integration/test-peers-raw.c \
 	daemon/peer_proto.c daemon/peer_proto.h daemon/peer_hs.c daemon/peer_hs.h
 tests_integration_test_peers_raw_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
 tests_integration_test_peers_raw_LDADD = $(SODIUM_LIBS)
+
+
+# The keyed log rate limiter (daemon/log.c), on a clock of its own.
+check_PROGRAMS += tests/unit/test-log
+TESTS += tests/unit/test-log
+tests_unit_test_log_SOURCES = tests/unit/test-log.c tests/unit/tap.h daemon/log.c daemon/log.h
+tests_unit_test_log_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
+tests_unit_test_log_LDADD = $(SYSTEMD_LIBS)
