@@ -31,9 +31,12 @@ tests_integration_test_peers_raw_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
 tests_integration_test_peers_raw_LDADD = $(SODIUM_LIBS)
 
 
-# The keyed log rate limiter (daemon/log.c), on a clock of its own.
-check_PROGRAMS += tests/unit/test-log
-TESTS += tests/unit/test-log
+# Who may start a handshake on the peer port (daemon/peer_gate.c), and the
+# keyed log rate limiter (daemon/log.c), as unit tests.
+check_PROGRAMS += tests/unit/test-peer-gate tests/unit/test-log
+TESTS += tests/unit/test-peer-gate tests/unit/test-log
+tests_unit_test_peer_gate_SOURCES = tests/unit/test-peer-gate.c tests/unit/tap.h \
+	daemon/peer_gate.c daemon/peer_gate.h
 tests_unit_test_log_SOURCES = tests/unit/test-log.c tests/unit/tap.h daemon/log.c daemon/log.h
 tests_unit_test_log_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
 tests_unit_test_log_LDADD = $(SYSTEMD_LIBS)
