@@ -7,15 +7,18 @@
  */
 #include "admin_metrics.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "core.h"
+#include "log.h"
 #include "peer.h"
 #include "stats.h"
 
@@ -319,6 +322,58 @@ static void peers(struct text *t, struct admin_ctx *ctx)
 	free(ps.v);
 }
 
+/* Open fds, or -1 when they cannot be counted (no fd left to open the directory). */
+static long open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = -1; /* the directory's own fd */
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* What strangers and fd shortage cost: refusals, failures, suppressed lines. */
+static void guards(struct text *t, const struct admin_ctx *ctx)
+{
+	unsigned pending, refused, i;
+	struct rlimit rl;
+	long fds = open_fds();
+
+	if (fds >= 0)
+		gauge1(t, "process_open_fds", "Open file descriptors of the daemon.",
+		       (unsigned long long)fds);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		gauge1(t, "process_max_fds", "The daemon's limit on open file descriptors.",
+		       (unsigned long long)rl.rlim_cur);
+	peers_admission(ctx->peers, &pending, &refused);
+	gauge1(t, "rdmaproxy_peer_unauthenticated_connections",
+	       "Connections to the peer port that have not authenticated yet.", pending);
+	gauge1(t, "rdmaproxy_peer_refused_addresses",
+	       "Source addresses refused for now after failed handshakes.", refused);
+	counter1(t, "rdmaproxy_peer_handshake_failures_total",
+		 "Connections to the peer port that ended without authenticating.",
+		 stats_totals.peer_handshake_failures);
+	family(t, "rdmaproxy_peer_connections_refused_total", "counter",
+	       "Connections to the peer port closed before their handshake, by reason.");
+	for (i = 0; i < STATS_REFUSALS; i++)
+		put(t, "rdmaproxy_peer_connections_refused_total{reason=\"%s\"} %llu\n",
+		    stats_refusal_name(i), (unsigned long long)stats_totals.peer_refused[i]);
+	counter1(t, "rdmaproxy_client_fd_lost_total",
+		 "Client requests failed because the daemon had no fd left to receive theirs.",
+		 stats_totals.client_fd_lost);
+	counter1(t, "rdmaproxy_client_accept_pauses_total",
+		 "Times client accepts paused for want of file descriptors.",
+		 stats_totals.client_accept_pauses);
+	counter1(t, "rdmaproxy_log_messages_suppressed_total",
+		 "Log messages left out by rate limiting (their count is logged instead).",
+		 log_suppressed_total());
+}
+
 int admin_metrics_text(struct admin_ctx *ctx, char **ret, size_t *ret_len)
 {
 	struct text t = {.size = 16384};
@@ -331,6 +386,7 @@ int admin_metrics_text(struct admin_ctx *ctx, char **ret, size_t *ret_len)
 	per_user(&t, ctx);
 	operations(&t);
 	peers(&t, ctx);
+	guards(&t, ctx);
 	if (t.err) {
 		free(t.buf);
 		return t.err;

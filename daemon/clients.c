@@ -66,6 +66,21 @@ struct clients {
 
 static void conn_close(struct conn *k, const char *why);
 
+/* A client that hangs up is routine (a metrics scrape is one): debug. Anything else is not. */
+static void log_disconnect(const struct session *s, const char *why)
+{
+	char key[32];
+
+	if (!strcmp(why, "hang-up") || !strcmp(why, "refused at hello")) {
+		log_debug("client %u (pid %d uid %d %s) disconnected: %s", s->id, (int)s->cred.pid,
+			  (int)s->cred.uid, s->comm, why);
+		return;
+	}
+	snprintf(key, sizeof(key), "clients of uid %d", (int)s->cred.uid);
+	log_ratelimited(key, LOG_WARNING, "client %u (pid %d uid %d %s) disconnected: %s", s->id,
+			(int)s->cred.pid, (int)s->cred.uid, s->comm, why);
+}
+
 static void on_engine_fail(struct engine_ent *ent, int err)
 {
 	struct conn *k = (struct conn *)ent->s;
@@ -217,8 +232,7 @@ static void conn_close(struct conn *k, const char *why)
 	admin_session_release(s);
 	session_release(s);
 	if (why)
-		log_info("client %u (pid %d uid %d %s) disconnected: %s", s->id, (int)s->cred.pid,
-			 (int)s->cred.uid, s->comm, why);
+		log_disconnect(s, why);
 	uv_close((uv_handle_t *)&k->poll, on_handle_closed);
 	if (k->sq_started)
 		uv_close((uv_handle_t *)&k->sq_poll, on_handle_closed);
@@ -263,10 +277,12 @@ static void close_fds(int *fds, int n)
 }
 
 /*
- * Read one packet. >0: its length, with the passed fds in @fds/@nfds;
- * 0: nothing pending; <0: end the session (why in @why), fds already closed.
+ * Read one packet. >0: its length, with the passed fds in @fds/@nfds, and
+ * *@lost set when the kernel could not install some of them (the daemon's
+ * fd table is full: MSG_CTRUNC with room left in our buffer); 0: nothing
+ * pending; <0: end the session (why in @why), fds already closed.
  */
-static int read_packet(struct conn *k, char *buf, size_t len, int *fds, int *nfds,
+static int read_packet(struct conn *k, char *buf, size_t len, int *fds, int *nfds, bool *lost,
 		       const char **why)
 {
 	union {
@@ -289,15 +305,37 @@ static int read_packet(struct conn *k, char *buf, size_t len, int *fds, int *nfd
 		*why = n == 0 ? "hang-up" : strerror(errno);
 		return -ECONNRESET;
 	}
-	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+	*lost = (mh.msg_flags & MSG_CTRUNC) && *nfds < MAX_RECV_FDS;
+	if ((mh.msg_flags & MSG_TRUNC) || ((mh.msg_flags & MSG_CTRUNC) && !*lost)) {
 		close_fds(fds, *nfds);
-		*why = mh.msg_flags & MSG_CTRUNC ? "too many file descriptors" : "oversized message";
+		*why = mh.msg_flags & MSG_TRUNC ? "oversized message" : "too many file descriptors";
 		return -EPROTO;
 	}
 	return (int)n;
 }
 
-static void handle_packet(struct conn *k, char *buf, int n, int *fds, int nfds)
+/*
+ * The kernel could not install the fd of a request (the daemon is out of
+ * fds): a well-formed registration fails alone, with -EMFILE; the client
+ * stays. Anything else that came with fds is still a protocol violation.
+ */
+static void fd_lost(struct conn *k, const struct rp_hdr *h, int n, int *fds, int nfds)
+{
+	struct session *s = &k->s;
+	const char *why = NULL;
+	int r;
+
+	close_fds(fds, nfds);
+	if (ctl_validate(h, (size_t)n, 1, &why) < 0 || !s->version) {
+		conn_close(k, s->version ? why : "protocol violation");
+		return;
+	}
+	r = session_fd_lost(s, h);
+	if (r < 0)
+		conn_close(k, strerror(-r));
+}
+
+static void handle_packet(struct conn *k, char *buf, int n, int *fds, int nfds, bool lost)
 {
 	struct session *s = &k->s;
 	const char *why = NULL;
@@ -305,6 +343,10 @@ static void handle_packet(struct conn *k, char *buf, int n, int *fds, int nfds)
 
 	const struct rp_hdr *h = (const struct rp_hdr *)buf;
 
+	if (lost) {
+		fd_lost(k, h, n, fds, nfds);
+		return;
+	}
 	if (ctl_validate(h, (size_t)n, nfds, &why) < 0) {
 		close_fds(fds, nfds);
 		conn_close(k, why);
@@ -329,14 +371,15 @@ static void read_packets(struct conn *k)
 	int fds[MAX_RECV_FDS];
 	const char *why = NULL;
 	int n, nfds = 0, budget = CTRL_BUDGET;
+	bool lost = false;
 
 	while (!k->closing && budget-- > 0 &&
-	       (n = read_packet(k, buf, sizeof(buf), fds, &nfds, &why)) != 0) {
+	       (n = read_packet(k, buf, sizeof(buf), fds, &nfds, &lost, &why)) != 0) {
 		if (n < 0) {
 			conn_close(k, why);
 			return;
 		}
-		handle_packet(k, buf, n, fds, nfds);
+		handle_packet(k, buf, n, fds, nfds, lost);
 	}
 }
 

@@ -48,6 +48,7 @@ enum section {
 	SECT_DAEMON,
 	SECT_VERBS,
 	SECT_LIMITS,
+	SECT_PEERS,
 	SECT_PEER,
 	SECT_BROKEN, /* a header inih rejects as a syntax error */
 };
@@ -71,7 +72,7 @@ struct parser {
 	const char *pos; /* start of the next line */
 	unsigned line;
 	enum section sect;
-	unsigned sect_line[SECT_PEER]; /* header lines of [daemon], [verbs], [limits] */
+	unsigned sect_line[SECT_PEER]; /* header lines of [daemon], [verbs], [limits], [peers] */
 	unsigned seen[KEYS_MAX]; /* line where each key of this section was set */
 	char *err;
 	size_t errlen;
@@ -552,7 +553,7 @@ static int set_admin_group(struct parser *p, const struct key_def *k, const char
 	return resolve_id(p, k, value, true, &p->cfg->admin_gid);
 }
 
-/* [verbs] and [limits] */
+/* [verbs], [limits] and [peers] */
 
 static int set_u32(struct parser *p, const struct key_def *k, const char *value)
 {
@@ -792,6 +793,14 @@ static const struct key_def limits_keys[] = {
 	{0},
 };
 
+static const struct key_def peers_keys[] = {
+	U32_KEY("max_unauthenticated", max_unauthenticated, 1, 1048576),
+	U32_KEY("max_unauthenticated_per_address", max_unauthenticated_per_address, 1, 1048576),
+	U32_KEY("max_failed_handshakes", max_failed_handshakes, 0, 1048576),
+	U32_KEY("refusal_seconds", refusal_seconds, 1, 86400),
+	{0},
+};
+
 static const struct key_def peer_keys[] = {
 	{.name = "address", .set = set_peer_address},
 	{.name = "transport", .set = set_peer_transport},
@@ -801,7 +810,8 @@ static const struct key_def peer_keys[] = {
 
 #define KEY_COUNT(t) (sizeof(t) / sizeof((t)[0]) - 1)
 _Static_assert(KEY_COUNT(daemon_keys) <= KEYS_MAX && KEY_COUNT(verbs_keys) <= KEYS_MAX &&
-		       KEY_COUNT(limits_keys) <= KEYS_MAX && KEY_COUNT(peer_keys) <= KEYS_MAX,
+		       KEY_COUNT(limits_keys) <= KEYS_MAX && KEY_COUNT(peers_keys) <= KEYS_MAX &&
+		       KEY_COUNT(peer_keys) <= KEYS_MAX,
 	       "raise KEYS_MAX");
 
 static const struct key_def *section_keys(enum section s)
@@ -813,6 +823,8 @@ static const struct key_def *section_keys(enum section s)
 		return verbs_keys;
 	case SECT_LIMITS:
 		return limits_keys;
+	case SECT_PEERS:
+		return peers_keys;
 	case SECT_PEER:
 		return peer_keys;
 	default:
@@ -824,6 +836,7 @@ static const char *const section_names[] = {
 	[SECT_DAEMON] = "daemon",
 	[SECT_VERBS] = "verbs",
 	[SECT_LIMITS] = "limits",
+	[SECT_PEERS] = "peers",
 };
 
 /* The current section as written in the file, for messages. */
@@ -1040,8 +1053,15 @@ static int default_node_name(struct parser *p)
 /* Checks that need the whole file: required keys and names across sections. */
 static int check_peers(struct parser *p)
 {
+	const struct config *cfg = p->cfg;
 	const struct peer_conf *peer;
 	size_t i;
+
+	if (cfg->max_unauthenticated_per_address > cfg->max_unauthenticated)
+		return fail(p, p->sect_line[SECT_PEERS], -EINVAL,
+			    "max_unauthenticated_per_address (%" PRIu32
+			    ") is larger than max_unauthenticated (%" PRIu32 ")",
+			    cfg->max_unauthenticated_per_address, cfg->max_unauthenticated);
 
 	for (i = 0; i < p->cfg->n_peers; i++) {
 		peer = &p->cfg->peers[i];
@@ -1081,6 +1101,10 @@ static struct config *config_new(const char *name)
 		.max_regions = 1024,
 		.max_inflight = 4096,
 		.max_connections = 64,
+		.max_unauthenticated = 64,
+		.max_unauthenticated_per_address = 8,
+		.max_failed_handshakes = 10,
+		.refusal_seconds = 60,
 	};
 	if (!cfg->path || !cfg->socket_path || !cfg->listen_host)
 		return config_free(cfg);

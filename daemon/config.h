@@ -68,6 +68,12 @@ struct config {
 	uint32_t max_inflight;	       /* default 4096 */
 	uint32_t max_connections;      /* default 64 */
 
+	/* [peers]: connections to the peer port that have not authenticated yet */
+	uint32_t max_unauthenticated;		  /* in all; default 64 */
+	uint32_t max_unauthenticated_per_address; /* from one address; default 8 */
+	uint32_t max_failed_handshakes; /* then the address is refused; default 10, 0: never */
+	uint32_t refusal_seconds;	/* for this long; default 60 */
+
 	struct peer_conf *peers;
 	size_t n_peers;
 };

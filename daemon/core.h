@@ -439,6 +439,11 @@ bool xfer_arm(struct session *s);
  * -ECONNABORTED: refused at hello; other <0: disconnect.
  */
 int session_dispatch(struct session *s, const struct rp_hdr *h, const void *body, int fd);
+/*
+ * A well-formed REGION_REG whose fd the kernel could not hand over (the
+ * daemon's fd table is full): answer it -EMFILE, keep the session. 0 or <0.
+ */
+int session_fd_lost(struct session *s, const struct rp_hdr *h);
 /* Release everything the session holds (idempotent). */
 void session_release(struct session *s);
 /* A registration job is done (core_glue_ops.offload): answer it; frees @j. */

@@ -2,7 +2,7 @@
 #   utilities and wire     log, util, memguard, config, stats, ctl_wire, peer_proto, peer_hs
 #   RDMA resources         vx.h, rdma_dev, verbs_local
 #   client core            core, rings, region, exports, op, endpoint, xfer, session
-#   peer layer             peer_link, peer_data, peers (behind transport.h)
+#   peer layer             peer_gate, peer_link, peer_data, peers (behind transport.h)
 #   transports             tcp_stream, verbs_peer_io, verbs_peer
 #   loop glue and admin    evloop_uv, tcp_uv, clients, listener, notify, admin_metrics,
 #                          admin, manager, main
@@ -28,6 +28,7 @@ RP_DAEMON_CORE = \
 	daemon/xfer.c daemon/session.c
 RP_DAEMON_PEERS = \
 	daemon/evloop.h daemon/transport.h \
+	daemon/peer_gate.c daemon/peer_gate.h \
 	daemon/peer_link.c daemon/peer_data.c daemon/peers.c daemon/peer.h daemon/peer_int.h \
 	daemon/tcp_stream.c daemon/tcp_stream.h \
 	daemon/verbs_peer_io.c daemon/verbs_peer_io.h daemon/verbs_peer.c

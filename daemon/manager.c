@@ -24,7 +24,11 @@
 #include "util.h"
 #include "verbs_local.h"
 
-/* After EMFILE/ENFILE, stop accepting for a moment instead of spinning. */
+/*
+ * When fds run out (EMFILE/ENFILE, or a new client's fd in the last part of
+ * the reserve, util.h), stop accepting for a moment instead of spinning,
+ * and resume only once a fd below that part is free.
+ */
 #define ACCEPT_PAUSE_MS 100
 /* STATUS= is refreshed at most this often, and only when it changed. */
 #define STATUS_REFRESH_MS 1000
@@ -74,6 +78,7 @@ static void on_status_timer(uv_timer_t *t)
 	struct manager *m = t->data;
 	char status[sizeof(m->status_sent)];
 
+	log_ratelimit_flush(); /* summaries of the bursts that ended */
 	manager_status_line(m, status, sizeof(status));
 	if (!strcmp(status, m->status_sent))
 		return;
@@ -110,8 +115,23 @@ static void on_accept_resume(uv_timer_t *t)
 {
 	struct manager *m = t->data;
 
-	if (!m->stopping)
+	if (m->stopping)
+		return;
+	if (fd_reserve_reached(m->listener.fd, FD_CLIENT))
+		uv_timer_start(t, on_accept_resume, ACCEPT_PAUSE_MS, 0);
+	else
 		uv_poll_start(&m->lp->listen_poll, UV_READABLE, on_listen);
+}
+
+static void pause_accepts(struct manager *m, const char *why)
+{
+	stats_totals.client_accept_pauses++;
+	log_ratelimited("client accepts paused", LOG_WARNING,
+			"pausing client accepts: %s; the file descriptors left are for the "
+			"clients connected",
+			why);
+	uv_poll_stop(&m->lp->listen_poll);
+	uv_timer_start(&m->lp->accept_pause, on_accept_resume, ACCEPT_PAUSE_MS, 0);
 }
 
 static void accept_all(struct manager *m)
@@ -120,15 +140,19 @@ static void accept_all(struct manager *m)
 		int fd = accept4(m->listener.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd >= 0) {
+			bool last = fd_reserved(fd, FD_CLIENT);
+
 			clients_accept(m->clients, fd);
+			if (last) {
+				pause_accepts(m, "file descriptors are running out");
+				return;
+			}
 			continue;
 		}
 		if (errno == EINTR || errno == ECONNABORTED)
 			continue;
 		if (errno == EMFILE || errno == ENFILE) {
-			log_warn("cannot accept a client: %s; pausing accepts", strerror(errno));
-			uv_poll_stop(&m->lp->listen_poll);
-			uv_timer_start(&m->lp->accept_pause, on_accept_resume, ACCEPT_PAUSE_MS, 0);
+			pause_accepts(m, strerror(errno));
 		} else if (errno != EAGAIN) {
 			log_err("accept on %s: %s", m->listener.path, strerror(errno));
 		}

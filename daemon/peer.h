@@ -64,6 +64,11 @@ struct peer_info {
 /* Calls @cb for every configured peer, in config order. @info is valid during @cb only. */
 void peers_foreach(struct peers *p, void (*cb)(const struct peer_info *info, void *ctx),
 		   void *ctx);
+/*
+ * Inbound connections that have not authenticated yet, and source addresses
+ * refused now after failed handshakes (metrics); 0 for NULL.
+ */
+void peers_admission(const struct peers *p, unsigned *ret_pending, unsigned *ret_refused);
 /* Peers currently up (systemd STATUS=, rdmaproxyctl status); 0 for NULL. */
 unsigned peers_up(const struct peers *p);
 

@@ -6,6 +6,7 @@
  *   peer_data.c  lookups, client ops, withdrawals, replays, incoming requests
  *   peers.c      peers and links: dialling, handshake, state machine,
  *                keepalives, reload, status, the transport up-calls
+ * and, beside them, peer_gate.c: who may start a handshake at all.
  * It sees neither the loop (timers come through evloop.h) nor the client
  * core's internals (the named functions of core.h only).
  */
@@ -16,6 +17,7 @@
 #include "core.h"
 #include "evloop.h"
 #include "peer.h"
+#include "peer_gate.h"
 #include "peer_hs.h"
 #include "transport.h"
 
@@ -86,6 +88,10 @@ struct peer_link {
 	uint64_t next_id;
 	struct peer_hs hs;
 	char addr[96];
+	char host[PGATE_HOST_MAX]; /* inbound: addr without the port */
+	bool proven;		   /* inbound: the other daemon proved the key (its AUTH) */
+	bool logged;		   /* inbound: its failure has been logged already */
+	uint64_t hold_until_ms;	   /* failed: our REJECT is held back until then (0: not) */
 	char why[256]; /* our reason for closing it, if we did */
 	int err;
 	struct pop *ops;	  /* client ops in flight on this link */
@@ -102,6 +108,7 @@ struct peers {
 	struct peer *head;
 	struct peer_link *links;
 	struct pping *pings;
+	struct peer_gate *gate; /* unauthenticated connections: caps, failures, refusals */
 	struct ev_timer *tick;
 	char node_name[RP_NAME_MAX];
 	uint64_t ping_seq;

@@ -9,9 +9,11 @@
  * Anyone can open a connection to the peer port and send a HELLO naming a
  * configured peer, so a link that has not authenticated never changes
  * anything else: not another link, not the peer's state, not its dialling
- * or backoff. Duplicate connections are resolved when a link authenticates
- * (link_up); at HELLO time a link is only refused when an authenticated
- * link that is already up would win against it anyway.
+ * or backoff. How many may be open, and from where, is peer_gate.h's rule;
+ * what they make the daemon log is rate-limited per source address.
+ * Duplicate connections are resolved when a link authenticates (link_up);
+ * at HELLO time a link is only refused when an authenticated link that is
+ * already up would win against it anyway.
  */
 #include "peer_int.h"
 
@@ -23,6 +25,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "stats.h"
 
 struct pping {
 	struct pping *next;
@@ -170,6 +173,114 @@ static void dial(struct peer *pr)
 	}
 }
 
+/* ---- Admission of inbound connections (peer_gate.h). ---- */
+
+static struct pgate_limits gate_limits(const struct peers *p)
+{
+	const struct config *c = p->cfg;
+
+	return (struct pgate_limits){
+		.max_total = c->max_unauthenticated,
+		.max_per_address = c->max_unauthenticated_per_address,
+		.max_failures = c->max_failed_handshakes,
+		.refusal_ms = (uint64_t)c->refusal_seconds * 1000u,
+	};
+}
+
+/* Inbound, and the other side has not proved the key (yet). */
+static bool link_pending(const struct peer_link *l)
+{
+	return !l->outbound && !l->proven && !link_authenticated(l);
+}
+
+/*
+ * The key of the rate-limited lines about @l: its address, and the name its
+ * HELLO gave (one misconfigured peer does not silence another on its host).
+ */
+static const char *host_key(const struct peer_link *l, char *buf, size_t len)
+{
+	if (l->hs.peer_name[0])
+		snprintf(buf, len, "peer connections from %s as %s", l->host, l->hs.peer_name);
+	else
+		snprintf(buf, len, "peer connections from %s", l->host);
+	return buf;
+}
+
+static bool admit(struct peers *p, const char *host)
+{
+	struct pgate_limits lim = gate_limits(p);
+	const struct peer_link *l;
+	unsigned all = 0, mine = 0;
+
+	for (l = p->links; l; l = l->next)
+		if (link_pending(l)) {
+			all++;
+			mine += !strcmp(l->host, host);
+		}
+	switch (pgate_admit(p->gate, &lim, host, all, mine, peer_now_ms())) {
+	case PGATE_ADMIT:
+		return true;
+	case PGATE_TOTAL:
+		stats_totals.peer_refused[STATS_REFUSED_TOTAL]++;
+		log_ratelimited("peer connections refused (max_unauthenticated)", LOG_WARNING,
+				"refusing a peer connection from %s: %u connections are "
+				"authenticating already (max_unauthenticated)",
+				host, all);
+		return false;
+	case PGATE_ADDRESS:
+		stats_totals.peer_refused[STATS_REFUSED_ADDRESS]++;
+		log_ratelimited("peer connections refused (max_unauthenticated_per_address)",
+				LOG_WARNING,
+				"refusing a peer connection from %s: %u connections from there are "
+				"authenticating already (max_unauthenticated_per_address)",
+				host, mine);
+		return false;
+	case PGATE_FAILURES:
+		stats_totals.peer_refused[STATS_REFUSED_FAILURES]++;
+		log_ratelimited("peer connections refused (failed handshakes)", LOG_WARNING,
+				"refusing a peer connection from %s: too many failed handshakes "
+				"from there lately (max_failed_handshakes)",
+				host);
+		return false;
+	}
+	return false;
+}
+
+/*
+ * An inbound link ends. One that never proved the key is a failed handshake
+ * of its address, unless we closed it ourselves (shutdown, peer removed):
+ * counted, perhaps the start of a refusal, and logged within the limits of
+ * its address (its failure may have been logged already).
+ */
+static void inbound_end(struct peer_link *l, const char *as, const char *reason)
+{
+	struct peers *p = l->p;
+	struct pgate_limits lim = gate_limits(p);
+	char key[PGATE_HOST_MAX + RP_NAME_MAX + 32], name[RP_NAME_MAX + 8] = "";
+
+	if (as)
+		snprintf(name, sizeof(name), " (as %s)", as);
+	if (!link_pending(l)) {
+		log_info("peer connection from %s%s closed: %s", l->addr, name, reason);
+		return;
+	}
+	if (l->err == -ESHUTDOWN || p->stopping) {
+		log_debug("peer connection from %s%s closed: %s", l->addr, name, reason);
+		return;
+	}
+	stats_totals.peer_handshake_failures++;
+	if (l->logged)
+		log_debug("peer connection from %s%s closed: %s", l->addr, name, reason);
+	else
+		log_ratelimited(host_key(l, key, sizeof(key)), LOG_INFO,
+				"peer connection from %s%s closed: %s", l->addr, name, reason);
+	if (pgate_failed(p->gate, &lim, l->host, peer_now_ms()))
+		log_ratelimited("peer addresses refused", LOG_WARNING,
+				"refusing peer connections from %s for %u s: %u failed handshakes "
+				"(max_failed_handshakes)",
+				l->host, p->cfg->refusal_seconds, p->cfg->max_failed_handshakes);
+}
+
 /* ---- Transport up-calls: connection life. ---- */
 
 static const struct peer_conf *hs_lookup(void *ctx, const char *name)
@@ -182,15 +293,20 @@ static const struct peer_conf *hs_lookup(void *ctx, const char *name)
 struct peer_link *peer_x_accepted(struct transport *t, struct xconn *x, const char *addr)
 {
 	struct peers *p = t->owner;
+	char host[PGATE_HOST_MAX];
 	struct peer_link *l;
 
 	if (p->stopping)
+		return NULL;
+	pgate_host(addr, host, sizeof(host));
+	if (!admit(p, host))
 		return NULL;
 	l = link_new(p, t, false);
 	if (!l)
 		return NULL;
 	l->x = x;
 	snprintf(l->addr, sizeof(l->addr), "%s", addr);
+	snprintf(l->host, sizeof(l->host), "%s", host);
 	peer_hs_init_responder(&l->hs, p->node_name, p->incarnation, hs_lookup, p);
 	log_debug("peer connection from %s (%s)", addr, t->ops->name);
 	return l;
@@ -258,8 +374,7 @@ void peer_x_failed(struct peer_link *l, int err, const char *why)
 		if (was_up)
 			log_warn("peer %s: link %s lost: %s", pr->conf.name, l->addr, reason);
 		else if (!l->outbound)
-			log_info("peer connection from %s (as %s) closed: %s", l->addr,
-				 pr->conf.name, reason);
+			inbound_end(l, pr->conf.name, reason);
 		/*
 		 * Only our own attempt or the authenticated link drive the state
 		 * and the dialling: an inbound link that never authenticated may
@@ -274,7 +389,7 @@ void peer_x_failed(struct peer_link *l, int err, const char *why)
 		if (pr->removed)
 			maybe_free_peer(pr);
 	} else {
-		log_info("peer connection from %s closed: %s", l->addr, reason);
+		inbound_end(l, NULL, reason);
 	}
 	free(l);
 	if (p->stopping && !p->links)
@@ -359,10 +474,23 @@ static void link_up(struct peer_link *l)
 	data_link_up(l);
 }
 
-static void hs_failed(struct peer_link *l)
+/* Send our REJECT of a failed handshake and close. */
+static void reject_failed(struct peer_link *l)
+{
+	_Alignas(8) char msg[PP_FIXED_MAX];
+	size_t n = peer_hs_reject(msg, l->hs.reject_code, l->hs.why);
+
+	link_send(l, msg, n);
+	link_close(l, -EPERM, l->hs.why);
+}
+
+/* @reject: our REJECT to send (@n bytes), or none when the other side rejected first. */
+static void hs_failed(struct peer_link *l, const void *reject, size_t n)
 {
 	const char *who = l->peer ? l->peer->conf.name : l->hs.peer_name[0] ? l->hs.peer_name : "?";
-	char buf[400];
+	struct pgate_limits lim = gate_limits(l->p);
+	char buf[400], key[PGATE_HOST_MAX + RP_NAME_MAX + 32];
+	uint64_t delay = 0;
 
 	snprintf(buf, sizeof(buf), "handshake with %s (%s) failed: %s", who, l->addr, l->hs.why);
 	/*
@@ -370,11 +498,22 @@ static void hs_failed(struct peer_link *l)
 	 * is not marked superseded, so if we have no link up after all (it died
 	 * meanwhile) the peer is redialled with backoff rather than forgotten.
 	 */
-	if (l->hs.reject_code == PP_REJ_DUPLICATE) {
+	if (l->hs.reject_code == PP_REJ_DUPLICATE)
 		log_debug("%s", buf);
-	} else {
+	else if (l->outbound)
 		log_warn("%s", buf);
+	else
+		log_ratelimited(host_key(l, key, sizeof(key)), LOG_WARNING, "%s", buf);
+	l->logged = true;
+	/* A stranger failing again and again waits for each answer (peer_gate.h). */
+	if (n && !l->outbound)
+		delay = pgate_delay(l->p->gate, &lim, l->host, peer_now_ms());
+	if (delay) {
+		l->hold_until_ms = peer_now_ms() + delay;
+		return;
 	}
+	if (n)
+		link_send(l, reject, n);
 	link_close(l, -EPERM, l->hs.why);
 }
 
@@ -385,10 +524,15 @@ static void hs_step(struct peer_link *l, const void *msg, size_t len)
 	int r = peer_hs_consume(&l->hs, msg, len, out, &n);
 
 	if (r == HS_STEP_FAILED) {
-		if (n)
-			link_send(l, out, n);
-		hs_failed(l);
+		hs_failed(l, out, n);
 		return;
+	}
+	if (r == HS_STEP_DONE && !l->outbound) {
+		/* The other daemon proved the key: its address is a peer's. */
+		struct pgate_limits lim = gate_limits(l->p);
+
+		l->proven = true;
+		pgate_trust(l->p->gate, &lim, l->host, peer_now_ms());
 	}
 	if (!l->outbound && !l->peer && l->hs.state == HS_R_SENT_CHALLENGE) {
 		struct peer *pr = peer_find(l->p, l->hs.peer_name);
@@ -459,7 +603,7 @@ void peer_x_ctrl(struct peer_link *l, const void *msg, size_t len)
 	struct pp_hdr h;
 	const char *why = "?";
 
-	if (link_closing(l))
+	if (link_closing(l) || l->hold_until_ms)
 		return;
 	if (l->state < LINK_UP) {
 		hs_step(l, msg, len);
@@ -525,6 +669,11 @@ static void tick_link(struct peer_link *l, uint64_t now)
 
 	if (link_closing(l))
 		return;
+	if (l->hold_until_ms) {
+		if (now >= l->hold_until_ms)
+			reject_failed(l);
+		return;
+	}
 	if (l->state < LINK_UP) {
 		if (now - l->created_ms > PEER_HANDSHAKE_MS)
 			link_close(l, -ETIMEDOUT, l->state == LINK_HANDSHAKING ? "handshake timeout"
@@ -751,7 +900,9 @@ int peers_new(const struct peers_env *env, struct peers **ret)
 		p->verbs->owner = p;
 	snprintf(p->node_name, sizeof(p->node_name), "%s", p->cfg->node_name);
 	*ret = p; /* the manager stops and frees it whatever happens next */
-	r = ev_timer_new(p->ev, on_tick, p, &p->tick);
+	r = pgate_new(&p->gate);
+	if (r == 0)
+		r = ev_timer_new(p->ev, on_tick, p, &p->tick);
 	if (r < 0)
 		return r;
 	p->core->peer_ops = &peers_core_ops;
@@ -825,6 +976,7 @@ struct peers *peers_free(struct peers *p)
 		p->pings = g->next;
 		free(g);
 	}
+	pgate_free(p->gate);
 	free(p);
 	return NULL;
 }
@@ -860,6 +1012,20 @@ void peers_foreach(struct peers *p, void (*cb)(const struct peer_info *info, voi
 		if (!pr->removed)
 			cb(&in, ctx);
 	}
+}
+
+void peers_admission(const struct peers *p, unsigned *ret_pending, unsigned *ret_refused)
+{
+	const struct peer_link *l;
+	struct pgate_limits lim;
+
+	*ret_pending = *ret_refused = 0;
+	if (!p)
+		return;
+	for (l = p->links; l; l = l->next)
+		*ret_pending += link_pending(l);
+	lim = gate_limits(p);
+	*ret_refused = pgate_refused(p->gate, &lim, peer_now_ms());
 }
 
 unsigned peers_up(const struct peers *p)

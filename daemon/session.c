@@ -14,34 +14,48 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "stats.h"
 
 /* Per-session table caps (ids must fit the 16-bit region field of a CQE). */
 #define MAX_SESSION_REGIONS 65535u
 #define MAX_SESSION_HANDLES 65536u
+
+/* The key of the rate-limited lines about clients of @s's uid. */
+static const char *uid_key(const struct session *s, char *buf, size_t len)
+{
+	snprintf(buf, len, "clients of uid %d", (int)s->cred.uid);
+	return buf;
+}
 
 static int hello_admit(struct session *s)
 {
 	struct core *c = s->core;
 	const struct config *cfg = c->cfg;
 	struct uid_acct *a;
+	char key[32];
 	int r;
 
 	if (!config_user_allowed(cfg, s->cred.uid, s->cred.gid)) {
-		log_warn("client pid %d uid %d (%s) is not an allowed user: refused",
-			 (int)s->cred.pid, (int)s->cred.uid, s->comm);
+		log_ratelimited(uid_key(s, key, sizeof(key)), LOG_WARNING,
+				"client pid %d uid %d (%s) is not an allowed user: refused",
+				(int)s->cred.pid, (int)s->cred.uid, s->comm);
 		return -EACCES;
 	}
 	a = acct_get(c, s->cred.uid);
 	if (!a)
 		return -ENOMEM;
 	if (a->conns >= cfg->max_connections) {
-		log_warn("client pid %d uid %d (%s): connection limit %u reached: refused",
-			 (int)s->cred.pid, (int)s->cred.uid, s->comm, cfg->max_connections);
+		log_ratelimited(uid_key(s, key, sizeof(key)), LOG_WARNING,
+				"client pid %d uid %d (%s): connection limit %u reached: refused",
+				(int)s->cred.pid, (int)s->cred.uid, s->comm, cfg->max_connections);
 		acct_put(c, a);
 		return -RP_ELIMIT_CONN;
 	}
 	r = rings_new(&s->rings);
 	if (r < 0) {
+		log_ratelimited(uid_key(s, key, sizeof(key)), LOG_WARNING,
+				"client pid %d uid %d (%s): cannot set up its rings: %s: refused",
+				(int)s->cred.pid, (int)s->cred.uid, s->comm, strerror(-r));
 		acct_put(c, a);
 		return r;
 	}
@@ -56,6 +70,7 @@ static int handle_hello(struct session *s, const struct rp_hdr *h, const struct 
 	struct rp_hello_reply rep = { 0 };
 	int fds[RP_HELLO_FDS];
 	int status = 0;
+	char key[32];
 
 	rep.magic = RP_PROTO_MAGIC;
 	rep.version_min = RP_PROTO_VERSION_MIN;
@@ -63,9 +78,10 @@ static int handle_hello(struct session *s, const struct rp_hdr *h, const struct 
 	if (req->magic != RP_PROTO_MAGIC || req->flags)
 		return -EPROTO;
 	if (req->version_max < RP_PROTO_VERSION_MIN || req->version_min > RP_PROTO_VERSION_MAX) {
-		log_warn("client pid %d speaks protocol %u..%u, this daemon %u..%u: refused",
-			 (int)s->cred.pid, req->version_min, req->version_max,
-			 RP_PROTO_VERSION_MIN, RP_PROTO_VERSION_MAX);
+		log_ratelimited(uid_key(s, key, sizeof(key)), LOG_WARNING,
+				"client pid %d speaks protocol %u..%u, this daemon %u..%u: refused",
+				(int)s->cred.pid, req->version_min, req->version_max,
+				RP_PROTO_VERSION_MIN, RP_PROTO_VERSION_MAX);
 		status = -EPROTONOSUPPORT;
 	} else {
 		status = hello_admit(s);
@@ -90,8 +106,9 @@ static int handle_hello(struct session *s, const struct rp_hdr *h, const struct 
 	/* The client holds the ring memfd now; our mapping keeps the memory. */
 	close(s->rings.memfd);
 	s->rings.memfd = -1;
-	log_info("client %u connected: pid %d uid %d (%s)", s->id, (int)s->cred.pid,
-		 (int)s->cred.uid, s->comm);
+	/* Routine (a metrics scrape is a client): debug, like its disconnection. */
+	log_debug("client %u connected: pid %d uid %d (%s)", s->id, (int)s->cred.pid,
+		  (int)s->cred.uid, s->comm);
 	return status;
 }
 
@@ -122,6 +139,19 @@ static int handle_region_reg(struct session *s, const struct rp_hdr *h,
 		session_region_done(j);
 	}
 	return 0;
+}
+
+int session_fd_lost(struct session *s, const struct rp_hdr *h)
+{
+	struct rp_id rep = { 0 };
+	char key[32];
+
+	stats_totals.client_fd_lost++;
+	log_ratelimited(uid_key(s, key, sizeof(key)), LOG_WARNING,
+			"client %u (pid %d uid %d %s): region registration failed: the daemon has "
+			"no file descriptor left to receive the region's (RLIMIT_NOFILE)",
+			s->id, (int)s->cred.pid, (int)s->cred.uid, s->comm);
+	return session_reply(s, h, -EMFILE, &rep, sizeof(rep), NULL, 0);
 }
 
 void session_region_done(struct region_job *j)

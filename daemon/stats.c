@@ -50,6 +50,15 @@ const char *stats_err_kind_name(enum stats_err_kind k)
 	return k < STATS_ERR_KINDS ? names[k] : "other";
 }
 
+const char *stats_refusal_name(enum stats_refusal r)
+{
+	static const char *const names[STATS_REFUSALS] = {
+		"total_limit", "address_limit", "failed_handshakes", "fd_reserve",
+	};
+
+	return r < STATS_REFUSALS ? names[r] : "other";
+}
+
 const char *stats_op_name(unsigned op)
 {
 	static const char *const names[STATS_OPS] = { NULL, "write", "read", "send", "recv",

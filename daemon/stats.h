@@ -2,7 +2,8 @@
 /*
  * Operation counters: daemon-wide totals and per-session tallies. A leaf
  * module: the client core counts every completed operation here, the loop
- * glue counts completion-queue events, and admin and metrics only read.
+ * glue counts completion-queue events, the peer layer and the glue count
+ * what they refuse, and admin and metrics only read.
  */
 #ifndef RP_DAEMON_STATS_H
 #define RP_DAEMON_STATS_H
@@ -20,6 +21,15 @@ enum stats_err_kind {
 	STATS_ERR_KINDS
 };
 
+/* Why a connection to the peer port was closed before its handshake began. */
+enum stats_refusal {
+	STATS_REFUSED_TOTAL,	/* [peers] max_unauthenticated reached */
+	STATS_REFUSED_ADDRESS,	/* [peers] max_unauthenticated_per_address reached */
+	STATS_REFUSED_FAILURES, /* the address failed too many handshakes lately */
+	STATS_REFUSED_FDS,	/* the fds left are kept for local clients */
+	STATS_REFUSALS
+};
+
 #define STATS_OPS 6 /* enum rp_op values 1..5, index 0 unused */
 
 /* Daemon-wide counters since start (the daemon is one process: one set). */
@@ -31,6 +41,10 @@ struct stats_totals {
 	uint64_t cq_completions;
 	uint64_t admin_requests;
 	uint64_t admin_refused;
+	uint64_t peer_handshake_failures; /* inbound connections that never authenticated */
+	uint64_t peer_refused[STATS_REFUSALS];
+	uint64_t client_fd_lost;       /* requests whose fd the kernel could not hand over */
+	uint64_t client_accept_pauses; /* client accepts paused for want of fds */
 };
 
 extern struct stats_totals stats_totals;
@@ -46,6 +60,8 @@ void stats_count_op(struct stats_session *s, unsigned op, int status, uint64_t l
 void stats_count_cq(int n);
 enum stats_err_kind stats_err_kind(int status);
 const char *stats_err_kind_name(enum stats_err_kind k);
+/* "total_limit", "address_limit", "failed_handshakes", "fd_reserve". */
+const char *stats_refusal_name(enum stats_refusal r);
 /* "write", "read", "send", "recv", "notify"; NULL for anything else. */
 const char *stats_op_name(unsigned op);
 

@@ -30,7 +30,10 @@
 #include <string.h>
 
 #include "evloop.h"
+#include "log.h"
+#include "stats.h"
 #include "tcp_stream.h"
+#include "util.h"
 
 #define WQ_HIGH (4u << 20)	  /* queued replies' cost at which reading stops */
 #define WQ_LOW (1u << 20)	  /* ... and below which it resumes */
@@ -532,6 +535,21 @@ static void fmt_addr(const struct sockaddr_storage *ss, char *buf, size_t len)
 	}
 }
 
+/* The fd reserve (util.h) is for local clients: no peer connection may take from it. */
+static bool in_reserve(struct xconn *x)
+{
+	uv_os_fd_t fd;
+
+	if (uv_fileno((uv_handle_t *)&x->tcp, &fd) < 0 || !fd_reserved(fd, FD_PEER))
+		return false;
+	stats_totals.peer_refused[STATS_REFUSED_FDS]++;
+	log_ratelimited("peer connections refused (file descriptors)", LOG_WARNING,
+			"refusing a peer connection from %s: the file descriptors left are kept "
+			"for local clients (fd %d, RLIMIT_NOFILE)",
+			x->addr, (int)fd);
+	return true;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	struct tcp_transport *t = server->data;
@@ -539,8 +557,12 @@ static void on_connection(uv_stream_t *server, int status)
 	int sl = sizeof(ss);
 	struct xconn *x;
 
-	if (status < 0)
+	if (status < 0) {
+		/* EMFILE: libuv has accepted and closed them with its spare fd. */
+		if (status == UV_EMFILE || status == UV_ENFILE)
+			stats_totals.peer_refused[STATS_REFUSED_FDS]++;
 		return;
+	}
 	x = xconn_new(t, NULL);
 	if (!x)
 		return;
@@ -552,6 +574,11 @@ static void on_connection(uv_stream_t *server, int status)
 	memset(&ss, 0, sizeof(ss));
 	uv_tcp_getpeername(&x->tcp, (struct sockaddr *)&ss, &sl);
 	fmt_addr(&ss, x->addr, sizeof(x->addr));
+	if (in_reserve(x)) {
+		x->silent = true;
+		tcp_close(x);
+		return;
+	}
 	x->st.link = peer_x_accepted(&t->base, x, x->addr);
 	if (!x->st.link) {
 		x->silent = true;

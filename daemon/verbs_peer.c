@@ -398,7 +398,9 @@ out_free:
 
 static void reject(struct rdma_cm_id *id, const char *why)
 {
-	log_warn("verbs peer: refusing a connection: %s", why);
+	/* Anybody can send connection requests: a flood of them is not a flood of lines. */
+	log_ratelimited("verbs peer connections refused", LOG_WARNING,
+			"verbs peer: refusing a connection: %s", why);
 	vx_rdma_reject(id, why, (uint8_t)(strlen(why) + 1 < 140 ? strlen(why) + 1 : 140));
 }
 

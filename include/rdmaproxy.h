@@ -143,7 +143,9 @@ RP_EXPORT const char *rp_node_name(const struct rp_client *c);
  * size with RP_REGION_HUGE): a sealed memfd, pre-faulted, mapped here and
  * registered with the daemon.
  * Returns 0 and *ret; -EINVAL (len 0 or unknown flags), -RP_ENOHUGE,
- * -ENOMEM, -RP_ELIMIT_BYTES, -RP_ELIMIT_REGIONS, -RP_EDAEMON.
+ * -ENOMEM, -RP_ELIMIT_BYTES, -RP_ELIMIT_REGIONS, -RP_EDAEMON; -EMFILE when
+ * the daemon had no file descriptor left to receive the region's (the
+ * connection stays usable: try again later).
  */
 RP_EXPORT int rp_region_alloc(struct rp_client *c, size_t len, unsigned flags,
 			      struct rp_region **ret);

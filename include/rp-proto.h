@@ -97,7 +97,11 @@ struct rp_hello_reply {
 _Static_assert(sizeof(struct rp_hello_reply) == 96, "rp_hello_reply");
 #define RP_HELLO_FDS 3
 
-/* RP_MSG_REGION_REG: exactly one fd attached, a sealed shmem/hugetlbfs memfd of @len. */
+/*
+ * RP_MSG_REGION_REG: exactly one fd attached, a sealed shmem/hugetlbfs memfd
+ * of @len. When the kernel could not install the fd in the daemon (its fd
+ * table is full), the request is answered -EMFILE and the session goes on.
+ */
 struct rp_region_reg {
 	uint64_t len;	/* page-aligned, > 0, == the file's size */
 	uint32_t flags; /* RP_REGION_* */

@@ -19,6 +19,11 @@
  *                            comes, keep another client writing 4 KiB
  *                            locally; prints how many writes completed in
  *                            the meantime
+ *   hostile regs             an unlucky client while the daemon runs out of
+ *                            fds: prints "ready", then for each line on
+ *                            stdin registers (and frees) a 64 KiB region and
+ *                            writes and reads back 4 KiB through an export of
+ *                            its own: "reg=STATUS error=TEXT xfer=ok|failed"
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -296,6 +301,40 @@ static int bigreg(long mb)
 	return 0;
 }
 
+static int regs(void)
+{
+	struct rp_client *c = connect_or_die();
+	struct rp_region *src, *dst, *r;
+	struct rp_remote *rm;
+	struct rp_completion cp;
+	char line[64], name[32];
+	unsigned n = 0;
+	int st;
+
+	snprintf(name, sizeof(name), "regs-%d", (int)getpid());
+	if (rp_region_alloc(c, 4096, 0, &src) < 0 || rp_region_alloc(c, 4096, 0, &dst) < 0 ||
+	    rp_region_export(dst, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE) < 0 ||
+	    rp_remote_open(c, NULL, name, &rm) < 0)
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin)) {
+		int ok;
+
+		st = rp_region_alloc(c, 65536, 0, &r);
+		if (st == 0)
+			rp_region_free(r);
+		memset(rp_region_ptr(src), 'a' + (int)(n % 26), 4096);
+		ok = rp_write(c, src, 0, rm, 0, 4096, ++n, 0) == 0 && wait_one(c, &cp) == 0 &&
+		     cp.status == 0 && !memcmp(rp_region_ptr(dst), rp_region_ptr(src), 4096);
+		printf("reg=%d error=%s xfer=%s\n", st, st ? rp_strerror(st) : "none",
+		       ok ? "ok" : "failed");
+		fflush(stdout);
+	}
+	rp_disconnect(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "hugebus"))
@@ -308,6 +347,8 @@ int main(int argc, char **argv)
 		return exports(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "notifyfull"))
 		return notifyfull(atoi(argv[2]));
-	fprintf(stderr, "usage: hostile hugebus|hold N|exports N|notifyfull N|bigreg MB\n");
+	if (argc == 2 && !strcmp(argv[1], "regs"))
+		return regs();
+	fprintf(stderr, "usage: hostile hugebus|hold N|exports N|notifyfull N|bigreg MB|regs\n");
 	return 2;
 }

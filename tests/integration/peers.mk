@@ -29,3 +29,16 @@ tests_integration_test_peers_raw_SOURCES = tests/integration/test-peers-raw.c \
 	daemon/peer_proto.c daemon/peer_proto.h daemon/peer_hs.c daemon/peer_hs.h
 tests_integration_test_peers_raw_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
 tests_integration_test_peers_raw_LDADD = $(SODIUM_LIBS)
+
+# Strangers on the peer port (issue 12): the admission rule and the log rate
+# limiter as unit tests, then idle floods, wrong-key handshakes and a full fd
+# table against a real daemon while local clients keep working.
+check_PROGRAMS += tests/unit/test-peer-gate tests/unit/test-log
+TESTS += tests/unit/test-peer-gate tests/unit/test-log
+tests_unit_test_peer_gate_SOURCES = tests/unit/test-peer-gate.c tests/unit/tap.h \
+	daemon/peer_gate.c daemon/peer_gate.h
+tests_unit_test_log_SOURCES = tests/unit/test-log.c tests/unit/tap.h daemon/log.c daemon/log.h
+tests_unit_test_log_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
+tests_unit_test_log_LDADD = $(SYSTEMD_LIBS)
+TESTS += tests/integration/test-peer-flood.sh
+EXTRA_DIST += tests/integration/test-peer-flood.sh

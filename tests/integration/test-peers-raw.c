@@ -13,7 +13,22 @@
  *       export without ever reading a reply again, for at most SECONDS; print
  *       "sent N", then wait (still not reading) until the daemon drops the
  *       connection: print "dropped" (exit 0) or "still open" (exit 1).
+ *   badauth PORT SRC NAME COUNT PROCS
+ *       COUNT handshakes from address SRC (127.0.0.x), PROCS processes at
+ *       once, each naming NAME and answering the CHALLENGE with an AUTH
+ *       whose MAC is garbage (a wrong key). Prints "tries= challenged=
+ *       rejected= refused= other=": refused ones were closed before any
+ *       message came, rejected ones got a REJECT.
+ *   auth PORT SRC NAME PEER KEYFILE
+ *       authenticate as NAME to PEER from SRC with the key in KEYFILE; print
+ *       "authenticated" (exit 0) or why not (exit 1).
+ *   idle PORT SRC COUNT SECONDS
+ *       keep COUNT connections from SRC open for SECONDS, never sending a
+ *       byte; whichever the daemon closes is opened again (at most every
+ *       200 ms). Prints "started" once the first COUNT are open, then
+ *       "connects=N" at the end.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -24,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,16 +60,43 @@ static void die(const char *what)
 	exit(2);
 }
 
-static int dial(int port)
+/* A connection to 127.0.0.1:@port from address @src (NULL: any), or -1. */
+static int try_dial(const char *src, int port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in me = { .sin_family = AF_INET };
+	struct timeval tv = { .tv_sec = 30 };
 	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		die("connect");
+	if (fd < 0)
+		return -1;
+	if (src && (inet_pton(AF_INET, src, &me.sin_addr) != 1 ||
+		    bind(fd, (struct sockaddr *)&me, sizeof(me)) < 0)) {
+		close(fd);
+		return -1;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return fd;
+}
+
+static int dial_from(const char *src, int port)
+{
+	int fd = try_dial(src, port);
+
+	if (fd < 0)
+		die("connect");
+	return fd;
+}
+
+static int dial(int port)
+{
+	return dial_from(NULL, port);
 }
 
 static void send_all(int fd, const void *buf, size_t len)
@@ -104,6 +147,145 @@ static size_t recv_msg(int fd, void *buf)
 	return h->len;
 }
 
+static void hello_init(struct pp_hello *m, const char *name, uint64_t inc)
+{
+	memset(m, 0, sizeof(*m));
+	pp_hdr_init(&m->h, PP_HELLO, 0);
+	m->magic = PP_MAGIC;
+	m->version_min = PP_VERSION_MIN;
+	m->version_max = PP_VERSION_MAX;
+	m->incarnation = inc;
+	randombytes_buf(m->nonce, sizeof(m->nonce));
+	snprintf(m->name, sizeof(m->name), "%s", name);
+}
+
+/* One whole message, or 0 if the connection ended (or timed out) first. */
+static size_t try_recv_msg(int fd, void *buf)
+{
+	struct pp_hdr *h = buf;
+	size_t got = 0, want = sizeof(*h);
+
+	while (got < want) {
+		ssize_t n = recv(fd, (char *)buf + got, want - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		got += (size_t)n;
+		if (got == sizeof(*h)) {
+			if (h->len < sizeof(*h) || h->len > PP_FIXED_MAX)
+				return 0;
+			want = h->len;
+		}
+	}
+	return got;
+}
+
+enum try_result { T_REFUSED, T_REJECTED, T_CHALLENGED_REJECTED, T_OTHER };
+
+/* One handshake with a garbage AUTH. */
+static enum try_result bad_auth(const char *src, int port, const char *name, uint64_t inc)
+{
+	_Alignas(8) char in[PP_FIXED_MAX];
+	enum try_result res = T_OTHER;
+	struct pp_hello m;
+	struct pp_auth a;
+	int fd = try_dial(src, port);
+
+	if (fd < 0)
+		return T_OTHER;
+	hello_init(&m, name, inc);
+	send(fd, &m, sizeof(m), MSG_NOSIGNAL);
+	if (!try_recv_msg(fd, in)) {
+		res = T_REFUSED;
+	} else if (((struct pp_hdr *)in)->type == PP_REJECT) {
+		res = T_REJECTED;
+	} else if (((struct pp_hdr *)in)->type == PP_CHALLENGE) {
+		memset(&a, 0, sizeof(a));
+		pp_hdr_init(&a.h, PP_AUTH, 0);
+		randombytes_buf(a.mac, sizeof(a.mac));
+		send(fd, &a, sizeof(a), MSG_NOSIGNAL);
+		if (try_recv_msg(fd, in) && ((struct pp_hdr *)in)->type == PP_REJECT)
+			res = T_CHALLENGED_REJECTED;
+	}
+	close(fd);
+	return res;
+}
+
+static int mode_badauth(char **av)
+{
+	int port = atoi(av[0]), count = atoi(av[3]), procs = atoi(av[4]), i, k;
+	int tally[T_OTHER + 1] = { 0 }, pipes[2];
+
+	if (procs < 1 || pipe(pipes) < 0)
+		die("badauth");
+	for (k = 0; k < procs; k++) {
+		if (fork() == 0) {
+			int mine[T_OTHER + 1] = { 0 };
+
+			for (i = k; i < count; i += procs)
+				mine[bad_auth(av[1], port, av[2], (uint64_t)i + 1)]++;
+			if (write(pipes[1], mine, sizeof(mine)) != sizeof(mine))
+				_exit(2);
+			_exit(0);
+		}
+	}
+	close(pipes[1]);
+	for (k = 0; k < procs; k++) {
+		int got[T_OTHER + 1];
+
+		if (read(pipes[0], got, sizeof(got)) != sizeof(got))
+			break;
+		for (i = 0; i <= T_OTHER; i++)
+			tally[i] += got[i];
+	}
+	while (wait(NULL) > 0)
+		;
+	printf("tries=%d challenged=%d rejected=%d refused=%d other=%d\n", count,
+	       tally[T_CHALLENGED_REJECTED], tally[T_REJECTED] + tally[T_CHALLENGED_REJECTED],
+	       tally[T_REFUSED], tally[T_OTHER]);
+	return 0;
+}
+
+static int mode_idle(int port, const char *src, int count, int seconds)
+{
+	struct pollfd *pfd = calloc((size_t)count, sizeof(*pfd));
+	double end = now_s() + seconds, *since = calloc((size_t)count, sizeof(*since));
+	long connects = 0;
+	int i;
+
+	if (!pfd || !since)
+		die("calloc");
+	for (i = 0; i < count; i++) {
+		pfd[i].fd = try_dial(src, port);
+		pfd[i].events = POLLRDHUP;
+		connects += pfd[i].fd >= 0;
+	}
+	printf("started\n");
+	fflush(stdout);
+	while (now_s() < end) {
+		poll(pfd, (nfds_t)count, 100);
+		for (i = 0; i < count; i++) {
+			if (pfd[i].fd >= 0 && !(pfd[i].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+				continue;
+			if (pfd[i].fd >= 0) {
+				close(pfd[i].fd);
+				pfd[i].fd = -1;
+				since[i] = now_s();
+			}
+			if (now_s() - since[i] < 0.2)
+				continue;
+			pfd[i].fd = try_dial(src, port);
+			pfd[i].revents = 0;
+			since[i] = now_s();
+			connects += pfd[i].fd >= 0;
+		}
+	}
+	printf("connects=%ld\n", connects);
+	return 0;
+}
+
 static int mode_hello(int port, const char *name, int seconds)
 {
 	double end = now_s() + seconds;
@@ -146,7 +328,7 @@ static void read_key(const char *path, struct peer_conf *c)
 	c->key_len = n;
 }
 
-static void handshake(int fd, const char *name, const char *peer, const char *keyfile)
+static int try_handshake(int fd, const char *name, const char *peer, const char *keyfile)
 {
 	_Alignas(8) char in[PP_FIXED_MAX], out[PP_FIXED_MAX];
 	struct peer_conf c = { .name = (char *)peer };
@@ -159,15 +341,40 @@ static void handshake(int fd, const char *name, const char *peer, const char *ke
 	peer_hs_init_initiator(&hs, name, 0x7e57, &c, &hello);
 	send_all(fd, &hello, sizeof(hello));
 	do {
-		n = recv_msg(fd, in);
+		n = try_recv_msg(fd, in);
+		if (!n) {
+			printf("handshake: closed by the daemon\n");
+			return -1;
+		}
 		r = peer_hs_consume(&hs, in, n, out, &n);
 		if (n)
 			send_all(fd, out, n);
 	} while (r == 0);
 	if (r < 0) {
-		fprintf(stderr, "handshake: %s\n", hs.why);
-		exit(2);
+		printf("handshake: %s\n", hs.why);
+		return -1;
 	}
+	return 0;
+}
+
+static void handshake(int fd, const char *name, const char *peer, const char *keyfile)
+{
+	if (try_handshake(fd, name, peer, keyfile) < 0)
+		exit(2);
+}
+
+static int mode_auth(char **av)
+{
+	int fd = try_dial(av[1], atoi(av[0]));
+
+	if (fd < 0) {
+		printf("cannot connect: %s\n", strerror(errno));
+		return 1;
+	}
+	if (try_handshake(fd, av[2], av[3], av[4]) < 0)
+		return 1;
+	printf("authenticated\n");
+	return 0;
 }
 
 /* LOOKUP @name: its reply, skipping the daemon's PINGs. */
@@ -267,8 +474,17 @@ int main(int argc, char **argv)
 		return mode_hello(atoi(argv[2]), argv[3], atoi(argv[4]));
 	if (argc == 9 && !strcmp(argv[1], "flood"))
 		return mode_flood(argv + 2);
+	if (argc == 7 && !strcmp(argv[1], "badauth"))
+		return mode_badauth(argv + 2);
+	if (argc == 7 && !strcmp(argv[1], "auth"))
+		return mode_auth(argv + 2);
+	if (argc == 6 && !strcmp(argv[1], "idle"))
+		return mode_idle(atoi(argv[2]), argv[3], atoi(argv[4]), atoi(argv[5]));
 	fprintf(stderr, "usage: %s hello PORT NAME SECONDS\n"
-			"       %s flood PORT NAME PEER KEYFILE EXPORT COUNT SECONDS\n",
-		argv[0], argv[0]);
+			"       %s flood PORT NAME PEER KEYFILE EXPORT COUNT SECONDS\n"
+			"       %s badauth PORT SRC NAME COUNT PROCS\n"
+			"       %s auth PORT SRC NAME PEER KEYFILE\n"
+			"       %s idle PORT SRC COUNT SECONDS\n",
+		argv[0], argv[0], argv[0], argv[0], argv[0]);
 	return 2;
 }

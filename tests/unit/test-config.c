@@ -494,6 +494,59 @@ static void test_verbs_limits_values(void)
 		     "max_connections negative");
 }
 
+/* [peers]: the admission of unauthenticated peer connections. */
+static void test_peer_admission(void)
+{
+	struct config *cfg = load_ok("", "[peers] defaults");
+
+	if (cfg) {
+		tap_ok(cfg->max_unauthenticated == 64 && cfg->max_unauthenticated_per_address == 8 &&
+			       cfg->max_failed_handshakes == 10 && cfg->refusal_seconds == 60,
+		       "default: [peers] 64, 8, 10, 60");
+		config_free(cfg);
+	}
+	cfg = load_ok("[peers]\n"
+		      "max_unauthenticated = 1048576\n"
+		      "max_unauthenticated_per_address = 1\n"
+		      "max_failed_handshakes = 0\n"
+		      "refusal_seconds = 86400\n",
+		      "[peers] every key at a bound");
+	if (cfg) {
+		tap_ok(cfg->max_unauthenticated == 1048576 &&
+			       cfg->max_unauthenticated_per_address == 1 &&
+			       cfg->max_failed_handshakes == 0 && cfg->refusal_seconds == 86400,
+		       "[peers] values");
+		config_free(cfg);
+	}
+	check_einval("[peers]\nmax_unauthenticated = 0\n",
+		     "2: invalid value '0' for max_unauthenticated: use an integer from 1 to "
+		     "1048576",
+		     "max_unauthenticated 0");
+	check_einval("[peers]\nmax_unauthenticated_per_address = 1048577\n",
+		     "2: invalid value '1048577' for max_unauthenticated_per_address: use an "
+		     "integer from 1 to 1048576",
+		     "max_unauthenticated_per_address above range");
+	check_einval("[peers]\nmax_failed_handshakes = -1\n",
+		     "2: invalid value '-1' for max_failed_handshakes: use an integer from 0 to "
+		     "1048576",
+		     "max_failed_handshakes negative");
+	check_einval("[peers]\nrefusal_seconds = 0\n",
+		     "2: invalid value '0' for refusal_seconds: use an integer from 1 to 86400",
+		     "refusal_seconds 0");
+	check_einval("[peers]\nrefusal_seconds = 86401\n",
+		     "2: invalid value '86401' for refusal_seconds: use an integer from 1 to 86400",
+		     "refusal_seconds above range");
+	check_einval("\n[peers]\nmax_unauthenticated = 4\n",
+		     "2: max_unauthenticated_per_address (8) is larger than max_unauthenticated (4)",
+		     "per-address cap above the total");
+	check_einval("[peers]\nbogus = 1\n", "2: unknown key 'bogus' in section [peers]",
+		     "unknown key in [peers]");
+	check_einval("[peers]\n[peers]\n", "2: duplicate section [peers] (first at line 1)",
+		     "[peers] twice");
+	check_einval("[peers]\nkey_file = x\n", "2: unknown key 'key_file' in section [peers]",
+		     "[peers] is not a [peer] section");
+}
+
 static void test_peers(void)
 {
 	char name63[64], *text;
@@ -698,6 +751,7 @@ int main(void)
 	test_syntax();
 	test_daemon_values();
 	test_listen_forms();
+	test_peer_admission();
 	test_verbs_limits_values();
 	test_peers();
 	test_key_files();
