@@ -105,12 +105,12 @@ ok $? "an oversized message disconnects the client"
 ok $? "a protocol version mismatch is refused with the daemon's range"
 grep -q 'speaks protocol 7..9' "$LOG"
 ok $? "the daemon logs the version mismatch"
-fds_before=$(ls /proc/$PID/fd | wc -l)
+nfds() { ls "/proc/$PID/fd" | wc -l; }
+fds_are() { [ "$(nfds)" -eq "$1" ]; }
+fds_before=$(wait_settled 20 nfds)
 for i in $(seq 20); do "$PROBE" "$SOCK" fd >/dev/null; done
-sleep 0.3
-fds_after=$(ls /proc/$PID/fd | wc -l)
-[ "$fds_before" -eq "$fds_after" ]
-ok $? "passed fds are closed: fd count unchanged ($fds_before -> $fds_after)"
+wait_steady 20 fds_are "$fds_before"
+ok $? "passed fds are closed: fd count unchanged ($fds_before -> $(nfds))"
 "$PROBE" "$SOCK" status >/dev/null
 ok $? "the daemon survives all of that"
 
