@@ -675,9 +675,13 @@ static int open_key_file(struct parser *p, const char *path)
 		close(fd);
 		return fail_key(p, -EINVAL, path, "not a regular file");
 	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+	/* A secret: neither readable nor writable by anyone but its owner (and root). */
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
 		close(fd);
-		return fail_key(p, -EINVAL, path, "writable by group or others (run chmod go-w)");
+		return fail_key(
+			p, -EINVAL, path,
+			"mode %04o lets group or others access the key (run chmod 600 on it)",
+			(unsigned)(st.st_mode & 07777));
 	}
 	return fd;
 }

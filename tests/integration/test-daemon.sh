@@ -29,6 +29,20 @@ ok $? "a bad config gives FILE:LINE and exit 1 ($out)"
 "$RPD" --check-config -c "$T_DIR/missing.conf" 2>&1 | grep -q "missing.conf: No such file"
 ok $? "a missing config is named"
 
+# --- peer keys are secrets -------------------------------------------------
+printf 'shared-secret-key-for-tests-0001\n' >"$T_DIR/peer.key"
+write_conf "$T_DIR/key.conf" '[peer "p"]' 'address = 127.0.0.1:9' "key_file = $T_DIR/peer.key"
+for mode in 644 640 604; do
+	chmod "$mode" "$T_DIR/peer.key"
+	out=$("$RPD" --check-config -c "$T_DIR/key.conf" 2>&1)
+	rc=$?
+	[ $rc -eq 1 ] && echo "$out" | grep -q "key file $T_DIR/peer.key: mode 0$mode lets group or others"
+	ok $? "a peer key of mode 0$mode is refused, naming the file and the mode ($out)"
+done
+chmod 600 "$T_DIR/peer.key"
+"$RPD" --check-config -c "$T_DIR/key.conf" >/dev/null
+ok $? "the same key with mode 0600 is accepted"
+
 # --- systemd-analyze verify ----------------------------------------------
 if [ -n "${SYSTEMD_ANALYZE:-}" ]; then
 	mkdir -p "$T_DIR/units"
