@@ -156,6 +156,27 @@ wait_for 10 "$PROBE" "$SOCK" status
 ok $? "a new daemon replaces a stale socket"
 stop_daemon "$PID"
 
+# --- a relative -c works once the daemon detached (it changes to /) ----------
+write_conf "$T_DIR/rel.conf"
+(cd "$T_DIR" && exec "$RPD" -c rel.conf) >"$T_DIR/detach.out" 2>&1
+rc=$?
+DPID=$("$PROBE" "$SOCK" status | sed -n 's/^daemon_pid=//p')
+[ -n "$DPID" ] && T_PIDS+=("$DPID")
+[ $rc -eq 0 ] && [ -n "$DPID" ] && [ "$(readlink "/proc/$DPID/cwd")" = / ]
+ok $? "detached with a relative -c: ready, serving, and its directory is / (rc $rc)" ||
+	diag "$T_DIR/detach.out"
+sed -i 's/^log_level = debug/log_level = info/' "$T_DIR/rel.conf"
+"$top_builddir/libclient/rdmaproxyctl" -s "$SOCK" reload >"$T_DIR/rel-reload.txt" 2>&1
+[ $? -eq 0 ] && grep -q "^reloaded $T_DIR/rel.conf: log level info" "$T_DIR/rel-reload.txt"
+ok $? "and a reload re-reads the same file ($(cat "$T_DIR/rel-reload.txt"))"
+if [ -n "$DPID" ]; then
+	kill -TERM "$DPID"
+	wait_for 10 sh -c "! kill -0 $DPID"
+	ok $? "the detached daemon stops on SIGTERM"
+else
+	ok 1 "the detached daemon stops on SIGTERM"
+fi
+
 # --- transport selection without an RDMA device ---------------------------
 if ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
 	write_conf "$CONF"
