@@ -493,11 +493,13 @@ static int set_socket_mode(struct parser *p, const struct key_def *k, const char
 		return fail(p, p->line, -EINVAL,
 			    "invalid socket_mode '%s': use an octal mode from 0000 to 0777", value);
 	p->cfg->socket_mode = mode;
+	p->cfg->socket_access_set = true;
 	return 0;
 }
 
 static int set_socket_group(struct parser *p, const struct key_def *k, const char *value)
 {
+	p->cfg->socket_access_set = true;
 	return resolve_id(p, k, value, true, &p->cfg->socket_group);
 }
 

@@ -257,6 +257,7 @@ static void keep_running(struct config *old, struct config *new)
 	new->socket_path_set = old->socket_path_set;
 	new->socket_mode = old->socket_mode;
 	new->socket_group = old->socket_group;
+	new->socket_access_set = old->socket_access_set;
 	new->transport = old->transport;
 	swap_str(&old->listen_host, &new->listen_host);
 	new->listen_port = old->listen_port;
@@ -492,6 +493,8 @@ static int open_all(struct manager *m)
 		log_err("%s", why);
 		return r;
 	}
+	if (listener_access_differs(m->cfg, &m->listener, why, sizeof(why)))
+		log_warn("%s", why);
 	if (m->listener.fell_back)
 		log_notice("the default socket directory is not writable by this user; listening on "
 			   "%s instead (set RDMAPROXY_SOCKET=%s for clients)",

@@ -214,8 +214,23 @@ if [ -n "${SYSTEMD_SOCKET_ACTIVATE:-}" ]; then
 	ok $? "socket-activated: does not bind its configured path"
 	stop_daemon "$APID"
 	ok $? "socket-activated: SIGTERM gives exit 0"
+	! grep -q 'socket_mode and socket_group do not apply' "$T_DIR/act.log"
+	ok $? "socket-activated: no word about socket_mode when the config names none"
+	write_conf "$CONF" "socket_mode = 0660"
+	rm -f "$ASOCK"
+	"$SYSTEMD_SOCKET_ACTIVATE" --seqpacket -l "$ASOCK" \
+		"$RPD" --foreground -c "$CONF" >"$T_DIR/act.log" 2>&1 &
+	APID=$!
+	T_PIDS+=("$APID")
+	wait_for 10 "$PROBE" "$ASOCK" status # the daemon starts at the first connection
+	wait_for 10 grep -q "listening on $ASOCK" "$T_DIR/act.log"
+	mode=$(stat -c %a "$ASOCK")
+	grep -q "socket_mode and socket_group do not apply to the socket systemd passed: $ASOCK has mode 0$mode" \
+		"$T_DIR/act.log" && [ "$mode" != 660 ]
+	ok $? "socket-activated: a socket_mode the passed socket does not have is named, with the fix"
+	stop_daemon "$APID"
 else
-	for i in 1 2 3 4; do echo "ok $((T_N += 1)) # SKIP systemd-socket-activate missing"; done
+	for i in 1 2 3 4 5 6; do echo "ok $((T_N += 1)) # SKIP systemd-socket-activate missing"; done
 fi
 
 # --- non-root fallback to $XDG_RUNTIME_DIR ------------------------------------
