@@ -83,6 +83,48 @@ wait $pid
 ok $? "SIGTERM: exit 0"
 wait_steady 20 res_are "$mr0" "$qp0"
 ok $? "QPs and MRs back to baseline after the daemon exits"
+
+# As rdmaproxy.service runs it: another user than root, no capability and no
+# way to gain one, only an unlimited locked-memory limit to register with.
+N=$D/nonroot
+mkdir -m 1777 "$N"
+printf '[daemon]\nnode_name = g0\nsocket = %s/s.sock\nlisten = none\ntransport = verbs\n' "$N" \
+	>"$D/n.conf"
+chmod 755 "$D"
+chmod 644 "$D/n.conf"
+nonroot() { # nonroot MEMLOCK ARGS...: exec rdmaproxyd as user daemon (run it in "( ) &")
+	exec prlimit --memlock="$1" setpriv --reuid=daemon --regid=daemon --clear-groups --inh-caps=-all \
+		--bounding-set=-all --no-new-privs "$RPD" --foreground -c "$D/n.conf" "${@:2}"
+}
+(nonroot unlimited) >"$D/n.log" 2>&1 &
+npid=$! # the daemon itself: the subshell became it
+for _ in $(seq 200); do [ -S "$N/s.sock" ] && break; sleep 0.05; done
+grep -q "verbs transport (rxe0" "$D/n.log" &&
+	[ "$(awk '/^Uid:/ { print $3 }' /proc/$npid/status)" = "$(id -u daemon)" ] &&
+	grep -q '^CapEff:[[:space:]]*0000000000000000$' /proc/$npid/status
+rc=$?
+ok $rc "as user daemon with no capability the daemon opens rxe0 (verbs transport)"
+[ $rc -eq 0 ] || sed 's/^/# /' "$D/n.log"
+# 4 regions of 16 MiB: twice the usual default limit of 8 MiB.
+RDMAPROXY_SOCKET=$N/s.sock setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	"$IO" pair 16777216 >"$D/npair.out" 2>&1
+rc=$?
+ok $rc "it registers another user's 4 x 16 MiB regions and moves them (pair 16M)"
+[ $rc -eq 0 ] || sed 's/^/# /' "$D/npair.out"
+kill -TERM $npid
+wait $npid
+ok $? "and stops cleanly"
+# With a small limit, a larger registration fails for that client alone.
+(nonroot 16777216) >"$D/n2.log" 2>&1 &
+npid=$!
+for _ in $(seq 200); do [ -S "$N/s.sock" ] && break; sleep 0.05; done
+RDMAPROXY_SOCKET=$N/s.sock "$IO" regions 1 67108864 >"$D/nreg.out" 2>&1
+grep -q '^allocated=0$' "$D/nreg.out" && ! grep -q '^error=none$' "$D/nreg.out" && kill -0 $npid
+rc=$?
+ok $rc "with a 16 MiB locked-memory limit a 64 MiB region is refused, the daemon lives ($(tr '\n' ' ' <"$D/nreg.out"))"
+[ $rc -eq 0 ] || sed 's/^/# /' "$D/n2.log"
+kill -TERM $npid
+wait $npid
 [ $fail -eq 0 ] || dump
 echo "1..$n"
 rm -rf "$D"
