@@ -420,14 +420,16 @@ static int refuse(struct admin_ctx *ctx, struct session *s, const struct rp_hdr 
 static int handle_reload(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h)
 {
 	struct rp_admin_text t = {0};
+	unsigned restart = 0;
 	int r;
 
 	if (!is_admin(ctx, s))
 		return refuse(ctx, s, h, "reload");
 	log_info("reload requested by client %u (pid %d uid %d %s)", s->id, (int)s->cred.pid,
 		 (int)s->cred.uid, s->comm);
-	r = ctx->reload(ctx->reload_arg, t.text, sizeof(t.text));
-	return session_reply(s, h, r, &t, sizeof(t), NULL, 0);
+	r = ctx->reload(ctx->reload_arg, t.text, sizeof(t.text), &restart);
+	/* The changed settings that need a restart travel as RP_RESTART_* flags. */
+	return session_reply_flags(s, h, r, (uint16_t)restart, &t, sizeof(t), NULL, 0);
 }
 
 static void fill_device(const struct admin_ctx *ctx, struct rp_status_reply *rep)

@@ -27,8 +27,11 @@ struct admin_ctx {
 	enum rp_transport_kind transport;
 	uint64_t incarnation;
 	time_t started;
-	/* Re-read the config (rdmaproxyctl reload): 0 or <0, a one-line outcome in @msg. */
-	int (*reload)(void *arg, char *msg, size_t msglen);
+	/*
+	 * Re-read the config (rdmaproxyctl reload): 0 or <0, a one-line outcome in
+	 * @msg, the RP_RESTART_* bits of changed settings that need a restart.
+	 */
+	int (*reload)(void *arg, char *msg, size_t msglen, unsigned *ret_restart);
 	void *reload_arg;
 };
 

@@ -494,11 +494,13 @@ static int set_socket_mode(struct parser *p, const struct key_def *k, const char
 		return fail(p, p->line, -EINVAL,
 			    "invalid socket_mode '%s': use an octal mode from 0000 to 0777", value);
 	p->cfg->socket_mode = mode;
+	p->cfg->socket_access_set = true;
 	return 0;
 }
 
 static int set_socket_group(struct parser *p, const struct key_def *k, const char *value)
 {
+	p->cfg->socket_access_set = true;
 	return resolve_id(p, k, value, true, &p->cfg->socket_group);
 }
 
@@ -676,9 +678,13 @@ static int open_key_file(struct parser *p, const char *path)
 		close(fd);
 		return fail_key(p, -EINVAL, path, "not a regular file");
 	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+	/* A secret: neither readable nor writable by anyone but its owner (and root). */
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
 		close(fd);
-		return fail_key(p, -EINVAL, path, "writable by group or others (run chmod go-w)");
+		return fail_key(
+			p, -EINVAL, path,
+			"mode %04o lets group or others access the key (run chmod 600 on it)",
+			(unsigned)(st.st_mode & 07777));
 	}
 	return fd;
 }

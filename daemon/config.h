@@ -44,6 +44,7 @@ struct config {
 	bool socket_path_set;	/* true when the file named a socket explicitly */
 	mode_t socket_mode;	/* default 0666 */
 	gid_t socket_group;	/* (gid_t)-1: leave as created */
+	bool socket_access_set;	/* the file named socket_mode or socket_group */
 	enum rp_transport_kind transport;
 	char *listen_host;	/* default "0.0.0.0" */
 	uint16_t listen_port;	/* default RP_DEFAULT_PEER_PORT; 0 disables the listener */

@@ -260,6 +260,12 @@ void session_detach(struct session *s)
 int session_reply(struct session *s, const struct rp_hdr *req, int status, const void *body,
 		  size_t len, const int *fds, int nfds)
 {
+	return session_reply_flags(s, req, status, 0, body, len, fds, nfds);
+}
+
+int session_reply_flags(struct session *s, const struct rp_hdr *req, int status, uint16_t flags,
+			const void *body, size_t len, const int *fds, int nfds)
+{
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
 	struct rp_hdr *h = (struct rp_hdr *)buf;
 
@@ -272,6 +278,7 @@ int session_reply(struct session *s, const struct rp_hdr *req, int status, const
 	h->type = (uint16_t)(req->type | RP_MSG_REPLY);
 	h->seq = req->seq;
 	h->status = status;
+	h->flags = flags;
 	if (len)
 		memcpy(buf + sizeof(*h), body, len);
 	return s->core->glue->send(s, buf, h->len, fds, nfds);

@@ -210,6 +210,9 @@ void session_detach(struct session *s);
 /* Reply to request @req; nothing is sent to a dead session. 0 or -errno. */
 int session_reply(struct session *s, const struct rp_hdr *req, int status, const void *body,
 		  size_t len, const int *fds, int nfds);
+/* The same with rp_hdr.flags set (replies whose type defines flags). */
+int session_reply_flags(struct session *s, const struct rp_hdr *req, int status, uint16_t flags,
+			const void *body, size_t len, const int *fds, int nfds);
 /* 1..RP_NAME_MAX-1 characters from [A-Za-z0-9._-], NUL-padded to @size. */
 bool name_valid(const char *name, size_t size);
 

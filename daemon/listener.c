@@ -195,6 +195,24 @@ int listener_open(const struct config *cfg, struct listener *l, char *why, size_
 	return r;
 }
 
+bool listener_access_differs(const struct config *cfg, const struct listener *l, char *why,
+			     size_t whylen)
+{
+	struct stat st;
+
+	if (!l->activated || !cfg->socket_access_set || !l->path[0] || stat(l->path, &st) < 0)
+		return false;
+	if ((st.st_mode & 07777) == cfg->socket_mode &&
+	    (cfg->socket_group == (gid_t)-1 || st.st_gid == cfg->socket_group))
+		return false;
+	snprintf(why, whylen,
+		 "socket_mode and socket_group do not apply to the socket systemd passed: %s has "
+		 "mode %04o and group %u; set SocketMode= and SocketGroup= in its socket unit "
+		 "(e.g. a drop-in for rdmaproxy.socket)",
+		 l->path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_gid);
+	return true;
+}
+
 void listener_close(struct listener *l)
 {
 	if (l->fd < 0)

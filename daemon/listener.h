@@ -24,6 +24,14 @@ struct listener {
  */
 int listener_open(const struct config *cfg, struct listener *l, char *why, size_t whylen);
 
+/*
+ * A socket from systemd keeps the mode and group its socket unit gave it.
+ * When @cfg names socket_mode or socket_group and the socket differs, say
+ * so in @why and return true.
+ */
+bool listener_access_differs(const struct config *cfg, const struct listener *l, char *why,
+			     size_t whylen);
+
 /* Close the socket; unlink the path only if this daemon bound it. */
 void listener_close(struct listener *l);
 

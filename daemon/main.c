@@ -93,6 +93,26 @@ static int check_config(const char *path)
 	return EXIT_SUCCESS;
 }
 
+/*
+ * The config path as the daemon keeps it: absolute, because a detached
+ * daemon changes to / before it reads the file, and a reload re-reads it
+ * later. NULL if out of memory or the working directory is unknown.
+ */
+static char *absolute_path(const char *path)
+{
+	char *cwd, *abs;
+
+	if (path[0] == '/')
+		return strdup(path);
+	cwd = getcwd(NULL, 0);
+	if (!cwd)
+		return NULL;
+	if (asprintf(&abs, "%s/%s", cwd, path) < 0)
+		abs = NULL;
+	free(cwd);
+	return abs;
+}
+
 static bool under_systemd(void)
 {
 	return getenv("NOTIFY_SOCKET") || getenv("INVOCATION_ID") || getenv("LISTEN_FDS");
@@ -146,6 +166,7 @@ static int run(int argc, char **argv)
 {
 	struct options o = { 0 };
 	struct manager *m = NULL;
+	char *config;
 	int r, ready_fd = -1;
 
 	r = parse_args(argc, argv, &o);
@@ -154,21 +175,26 @@ static int run(int argc, char **argv)
 	if (o.check)
 		return check_config(o.config);
 	log_init();
+	config = absolute_path(o.config);
+	if (!config) {
+		log_err("cannot make %s an absolute path: %s", o.config, strerror(errno));
+		return EXIT_FAILURE;
+	}
 	r = memguard_init();
 	if (r < 0) {
 		log_err("cannot install the SIGBUS handler: %s", strerror(-r));
-		return EXIT_FAILURE;
+		goto out_free;
 	}
 	if (!o.foreground && !under_systemd()) {
 		r = detach(&ready_fd);
 		if (r < 0) {
 			log_err("cannot detach: %s", strerror(-r));
-			return EXIT_FAILURE;
+			goto out_free;
 		}
 	}
-	r = manager_new(o.config, &m);
+	r = manager_new(config, &m);
 	if (r < 0)
-		return EXIT_FAILURE;
+		goto out_free;
 	if (ready_fd >= 0) {
 		log_use_syslog();
 		quiet_stdio();
@@ -178,7 +204,12 @@ static int run(int argc, char **argv)
 	}
 	r = manager_run(m);
 	manager_free(m);
+	free(config);
 	return r;
+
+out_free:
+	free(config);
+	return EXIT_FAILURE;
 }
 
 int main(int argc, char **argv)

@@ -19,6 +19,7 @@
 #include "notify.h"
 #include "peer.h"
 #include "rdma_dev.h"
+#include "rp-proto.h"
 #include "stats.h"
 #include "tcp_uv.h"
 #include "util.h"
@@ -208,58 +209,147 @@ static void on_stop_signal(uv_signal_t *h, int signum)
 	manager_stop(m, EXIT_SUCCESS);
 }
 
-static void warn_fixed(const struct config *old, const struct config *new)
+static bool str_differ(const char *a, const char *b)
 {
-	if (strcmp(old->socket_path, new->socket_path) || old->socket_mode != new->socket_mode)
-		log_warn("reload: socket settings changed; they apply at the next restart");
-	if (old->transport != new->transport ||
-	    (old->device && (!new->device || strcmp(old->device, new->device))) ||
-	    (!old->device && new->device) || old->port_num != new->port_num ||
-	    old->cq_depth != new->cq_depth)
-		log_warn("reload: transport or [verbs] settings changed; they apply at the next "
-			 "restart");
-	if (strcmp(old->listen_host, new->listen_host) || old->listen_port != new->listen_port)
-		log_warn("reload: listen changed; it applies at the next restart");
-	if (strcmp(old->node_name, new->node_name))
-		log_warn("reload: node_name changed; it applies at the next restart");
+	return (a == NULL) != (b == NULL) || (a && strcmp(a, b));
 }
 
-int manager_reload(struct manager *m, char *msg, size_t msglen)
+/* The settings that changed but are only read at start-up: RP_RESTART_* bits. */
+static unsigned restart_needed(const struct config *old, const struct config *new)
+{
+	unsigned bits = 0;
+
+	if (str_differ(old->node_name, new->node_name))
+		bits |= RP_RESTART_NODE_NAME;
+	if (str_differ(old->socket_path, new->socket_path))
+		bits |= RP_RESTART_SOCKET;
+	if (old->socket_mode != new->socket_mode)
+		bits |= RP_RESTART_SOCKET_MODE;
+	if (old->socket_group != new->socket_group)
+		bits |= RP_RESTART_SOCKET_GROUP;
+	if (old->transport != new->transport)
+		bits |= RP_RESTART_TRANSPORT;
+	if (str_differ(old->listen_host, new->listen_host) || old->listen_port != new->listen_port)
+		bits |= RP_RESTART_LISTEN;
+	if (str_differ(old->device, new->device))
+		bits |= RP_RESTART_DEVICE;
+	if (old->port_num != new->port_num)
+		bits |= RP_RESTART_PORT;
+	if (old->gid_index != new->gid_index)
+		bits |= RP_RESTART_GID_INDEX;
+	if (old->cq_depth != new->cq_depth)
+		bits |= RP_RESTART_CQ_DEPTH;
+	if (old->sq_depth != new->sq_depth)
+		bits |= RP_RESTART_SQ_DEPTH;
+	if (old->rq_depth != new->rq_depth)
+		bits |= RP_RESTART_RQ_DEPTH;
+	return bits;
+}
+
+/* "daemon.listen, verbs.cq_depth" for @bits into @buf. */
+static void restart_list(unsigned bits, char *buf, size_t len)
+{
+	unsigned bit;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (bit = 1; bit & RP_RESTART_ALL; bit <<= 1) {
+		if (!(bits & bit) || n >= len)
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+				      rp_restart_setting(bit));
+	}
+}
+
+static void swap_str(char **a, char **b)
+{
+	char *t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/*
+ * A reloaded config keeps the running values of what is read only at
+ * start-up, so that m->cfg says what the daemon does, and a later reload
+ * still reports them until the restart happened.
+ */
+static void keep_running(struct config *old, struct config *new)
+{
+	swap_str(&old->node_name, &new->node_name);
+	swap_str(&old->socket_path, &new->socket_path);
+	new->socket_path_set = old->socket_path_set;
+	new->socket_mode = old->socket_mode;
+	new->socket_group = old->socket_group;
+	new->socket_access_set = old->socket_access_set;
+	new->transport = old->transport;
+	swap_str(&old->listen_host, &new->listen_host);
+	new->listen_port = old->listen_port;
+	swap_str(&old->device, &new->device);
+	new->port_num = old->port_num;
+	new->gid_index = old->gid_index;
+	new->cq_depth = old->cq_depth;
+	new->sq_depth = old->sq_depth;
+	new->rq_depth = old->rq_depth;
+}
+
+static void reload_rejected(const char *err, char *msg, size_t msglen)
+{
+	log_err("reload rejected, keeping the running configuration: %s", err);
+	if (msg)
+		snprintf(msg, msglen, "reload rejected, keeping the running configuration: %s",
+			 err);
+}
+
+/* Swap @cfg in; returns the RP_RESTART_* bits of what it cannot change now. */
+static unsigned reload_apply(struct manager *m, struct config *cfg, char *msg, size_t msglen)
+{
+	unsigned restart = restart_needed(m->cfg, cfg);
+	char list[256];
+
+	keep_running(m->cfg, cfg);
+	config_free(m->cfg);
+	m->cfg = cfg;
+	m->core->cfg = cfg;
+	m->admin.cfg = cfg;
+	peers_reload(m->peers, cfg); /* dial added peers, drain and close removed ones */
+	log_set_level(cfg->log_level);
+	restart_list(restart, list, sizeof(list));
+	log_info("reloaded %s: log level %s, %zu peer(s)", m->config_path,
+		 log_level_name(cfg->log_level), cfg->n_peers);
+	if (restart)
+		log_warn("reload: changed settings that apply only at the next restart: %s", list);
+	if (msg)
+		snprintf(msg, msglen, "reloaded %s: log level %s, %zu peer(s)%s%s", m->config_path,
+			 log_level_name(cfg->log_level), cfg->n_peers,
+			 restart ? "; restart to apply: " : "", list);
+	return restart;
+}
+
+int manager_reload(struct manager *m, char *msg, size_t msglen, unsigned *ret_restart)
 {
 	struct config *cfg = NULL;
 	char err[512], status[256];
+	unsigned restart = 0;
 	int r;
 
 	notify_reloading();
 	r = config_load(m->config_path, &cfg, err, sizeof(err));
-	if (r < 0) {
-		log_err("reload rejected, keeping the running configuration: %s", err);
-		if (msg)
-			snprintf(msg, msglen, "reload rejected, keeping the running configuration: %s",
-				 err);
-	} else {
-		warn_fixed(m->cfg, cfg);
-		config_free(m->cfg);
-		m->cfg = cfg;
-		m->core->cfg = cfg;
-		m->admin.cfg = cfg;
-		peers_reload(m->peers, cfg); /* dial added peers, drain and close removed ones */
-		log_set_level(cfg->log_level);
-		log_info("reloaded %s: log level %s, %zu peer(s)", m->config_path,
-			 log_level_name(cfg->log_level), cfg->n_peers);
-		if (msg)
-			snprintf(msg, msglen, "reloaded %s: log level %s, %zu peer(s)",
-				 m->config_path, log_level_name(cfg->log_level), cfg->n_peers);
-	}
+	if (r < 0)
+		reload_rejected(err, msg, msglen);
+	else
+		restart = reload_apply(m, cfg, msg, msglen);
 	manager_status_line(m, status, sizeof(status));
 	notify_ready(status);
 	snprintf(m->status_sent, sizeof(m->status_sent), "%s", status);
+	if (ret_restart)
+		*ret_restart = restart;
 	return r;
 }
 
 static void on_hup(uv_signal_t *h, int signum)
 {
-	manager_reload(h->data, NULL, 0);
+	manager_reload(h->data, NULL, 0, NULL);
 }
 
 static void on_watchdog(uv_timer_t *t)
@@ -395,9 +485,9 @@ static int open_peers(struct manager *m)
 	return peers_new(&env, &m->peers);
 }
 
-static int reload_hook(void *arg, char *msg, size_t msglen)
+static int reload_hook(void *arg, char *msg, size_t msglen, unsigned *ret_restart)
 {
-	return manager_reload(arg, msg, msglen);
+	return manager_reload(arg, msg, msglen, ret_restart);
 }
 
 /* Administration's view, filled once the transport is chosen. */
@@ -427,6 +517,8 @@ static int open_all(struct manager *m)
 		log_err("%s", why);
 		return r;
 	}
+	if (listener_access_differs(m->cfg, &m->listener, why, sizeof(why)))
+		log_warn("%s", why);
 	if (m->listener.fell_back)
 		log_notice("the default socket directory is not writable by this user; listening on "
 			   "%s instead (set RDMAPROXY_SOCKET=%s for clients)",

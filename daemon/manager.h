@@ -58,9 +58,10 @@ void manager_status_line(const struct manager *m, char *buf, size_t len);
 /*
  * Re-read the config file and apply what can change at run time (SIGHUP and
  * rdmaproxyctl reload). 0, or <0 with the running config kept; a one-line
- * outcome in @msg when it is not NULL.
+ * outcome in @msg when it is not NULL. *@ret_restart (if not NULL) gets the
+ * RP_RESTART_* bits of changed settings that apply only at the next start.
  */
-int manager_reload(struct manager *m, char *msg, size_t msglen);
+int manager_reload(struct manager *m, char *msg, size_t msglen, unsigned *ret_restart);
 /* Stop the daemon from inside the loop (fatal device error, signal). */
 void manager_stop(struct manager *m, int exit_code);
 

@@ -22,6 +22,16 @@
  *    thread at a time (use one client per thread, or lock around calls).
  *  - Operations need a completion: an application that never reaps
  *    completions eventually gets -EAGAIN from submissions.
+ *  - If the daemon goes away (crash, restart), every accepted operation
+ *    that had no completion yet still gets exactly one, from the library:
+ *    -RP_EOUTCOME for a write, read or send the daemon had taken (it may or
+ *    may not have happened), -RP_EDAEMON for one it never took and for
+ *    posted receives (not done). Completions the daemon wrote before it
+ *    went come first, as they are. Once they are all reaped, rp_poll() and
+ *    rp_wait() return -RP_EDAEMON. Submissions fail with -RP_EDAEMON once
+ *    the library has seen the hang-up; they look for it at most every
+ *    10 ms, so one made within about 10 ms of the death may still be
+ *    accepted, and is then reported like the others. Connect again to go on.
  */
 #ifndef RDMAPROXY_H
 #define RDMAPROXY_H
@@ -67,7 +77,7 @@ enum rp_error {
 	RP_ENORECV,		    /* the endpoint has no receive posted */
 	RP_ERECVSMALL,		    /* the posted receive is smaller than the message */
 	RP_ENOTIFYSPACE,	    /* the exporter's completion ring is full */
-	RP_EDAEMON,		    /* the daemon closed the connection */
+	RP_EDAEMON,		    /* the daemon closed the connection (or went away) */
 	RP_EDENIED,		    /* this user is not allowed by the daemon's config */
 	RP_ELIMIT_CONN,		    /* per-user limit on connections reached */
 	RP_ELIMIT_BYTES,	    /* per-user limit on registered bytes reached */
@@ -234,21 +244,26 @@ RP_EXPORT int rp_send(struct rp_client *c, const char *peer, const char *endpoin
 
 /*
  * Reap up to @max completions without blocking. Returns how many were
- * stored (0: none), or -RP_EDAEMON / -EINVAL. Once rp_fd() has been called,
- * an empty rp_poll() also asks the daemon to signal rp_fd() when more
- * arrive; without it, nothing is armed (a busy poller costs the daemon no
- * system call per completion).
+ * stored (0: none), or -EINVAL. Once rp_fd() has been called, an empty
+ * rp_poll() also asks the daemon to signal rp_fd() when more arrive;
+ * without it, nothing is armed (a busy poller costs the daemon no system
+ * call per completion). After the daemon went away it returns the
+ * completions of every operation still in flight (see above), then
+ * -RP_EDAEMON.
  */
 RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max);
 /*
  * Like rp_poll(), but wait up to @timeout_ms (-1: forever) for at least one.
- * Returns the count, 0 on timeout, -EINTR, -RP_EDAEMON. How it waits is the
- * client's wait mode (rp_set_wait_mode()).
+ * Returns the count, 0 on timeout, -EINTR, or -RP_EDAEMON once the daemon
+ * is gone and every operation's completion has been returned. How it waits
+ * is the client's wait mode (rp_set_wait_mode()).
  */
 RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max, int timeout_ms);
 /*
- * A file descriptor that becomes readable when completions may be ready.
- * Wait for it only after rp_poll() returned 0; then call rp_poll() again.
+ * A file descriptor that becomes readable when completions may be ready,
+ * and when the daemon goes away (it then stays readable: call rp_poll()
+ * until it returns -RP_EDAEMON, then stop waiting on it). Wait for it only
+ * after rp_poll() returned 0; then call rp_poll() again. Do not read it.
  */
 RP_EXPORT int rp_fd(const struct rp_client *c);
 

@@ -25,7 +25,7 @@
 struct rp_hdr {
 	uint32_t len;	/* the whole packet, header included */
 	uint16_t type;	/* enum rp_msg_type, | RP_MSG_REPLY in replies */
-	uint16_t flags; /* none defined: must be 0 */
+	uint16_t flags; /* requests: must be 0; replies: per type (RELOAD), else 0 */
 	uint32_t seq;	/* chosen by the requester, echoed in the reply */
 	int32_t status; /* replies: 0 or negative error; requests: 0 */
 };
@@ -280,6 +280,58 @@ struct rp_admin_ping_reply {
 };
 _Static_assert(sizeof(struct rp_admin_ping_reply) == 16, "rp_admin_ping_reply");
 
-/* RP_MSG_ADMIN_RELOAD has no request body; every reply carries a struct rp_admin_text. */
+/*
+ * RP_MSG_ADMIN_RELOAD has no request body; every reply carries a struct
+ * rp_admin_text. When the new configuration was taken (status 0), the
+ * reply's rp_hdr.flags has one RP_RESTART_* bit for each setting that
+ * changed but applies only when the daemon restarts, and the text names
+ * them too (tools that predate the bits ignore a reply's flags).
+ */
+#define RP_RESTART_NODE_NAME 0x0001u	  /* [daemon] node_name */
+#define RP_RESTART_SOCKET 0x0002u	  /* [daemon] socket */
+#define RP_RESTART_SOCKET_MODE 0x0004u	  /* [daemon] socket_mode */
+#define RP_RESTART_SOCKET_GROUP 0x0008u	  /* [daemon] socket_group */
+#define RP_RESTART_TRANSPORT 0x0010u	  /* [daemon] transport */
+#define RP_RESTART_LISTEN 0x0020u	  /* [daemon] listen */
+#define RP_RESTART_DEVICE 0x0040u	  /* [verbs] device */
+#define RP_RESTART_PORT 0x0080u		  /* [verbs] port */
+#define RP_RESTART_GID_INDEX 0x0100u	  /* [verbs] gid_index */
+#define RP_RESTART_CQ_DEPTH 0x0200u	  /* [verbs] cq_depth */
+#define RP_RESTART_SQ_DEPTH 0x0400u	  /* [verbs] send_queue_depth */
+#define RP_RESTART_RQ_DEPTH 0x0800u	  /* [verbs] recv_queue_depth */
+#define RP_RESTART_ALL 0x0fffu
+
+/* The setting of one RP_RESTART_* bit as "section.key", or NULL for an unknown bit. */
+static inline const char *rp_restart_setting(unsigned bit)
+{
+	switch (bit) {
+	case RP_RESTART_NODE_NAME:
+		return "daemon.node_name";
+	case RP_RESTART_SOCKET:
+		return "daemon.socket";
+	case RP_RESTART_SOCKET_MODE:
+		return "daemon.socket_mode";
+	case RP_RESTART_SOCKET_GROUP:
+		return "daemon.socket_group";
+	case RP_RESTART_TRANSPORT:
+		return "daemon.transport";
+	case RP_RESTART_LISTEN:
+		return "daemon.listen";
+	case RP_RESTART_DEVICE:
+		return "verbs.device";
+	case RP_RESTART_PORT:
+		return "verbs.port";
+	case RP_RESTART_GID_INDEX:
+		return "verbs.gid_index";
+	case RP_RESTART_CQ_DEPTH:
+		return "verbs.cq_depth";
+	case RP_RESTART_SQ_DEPTH:
+		return "verbs.send_queue_depth";
+	case RP_RESTART_RQ_DEPTH:
+		return "verbs.recv_queue_depth";
+	default:
+		return NULL;
+	}
+}
 
 #endif

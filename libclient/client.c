@@ -42,7 +42,7 @@ RP_EXPORT int rp_connect(const char *path, struct rp_client **ret)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->sq_efd = c->cq_efd = -1;
+	c->sq_efd = c->cq_efd = c->ep_fd = -1;
 	client_wait_init(c);
 	r = conn_open(&c->conn, path, fds);
 	if (r < 0) {
@@ -53,6 +53,8 @@ RP_EXPORT int rp_connect(const char *path, struct rp_client **ret)
 	close(fds[0]);
 	c->sq_efd = fds[1];
 	c->cq_efd = fds[2];
+	if (r == 0)
+		r = client_poll_set(c);
 	if (r < 0) {
 		rp_disconnect(c);
 		return r;
@@ -103,6 +105,9 @@ RP_EXPORT void rp_disconnect(struct rp_client *c)
 		close(c->sq_efd);
 	if (c->cq_efd >= 0)
 		close(c->cq_efd);
+	if (c->ep_fd >= 0)
+		close(c->ep_fd);
+	ops_release(c);
 	free(c);
 }
 
@@ -205,7 +210,7 @@ RP_EXPORT int rp_region_alloc(struct rp_client *c, size_t len, unsigned flags,
 	r->c = c;
 	r->len = len;
 	req.len = len;
-	err = conn_request(&c->conn, RP_MSG_REGION_REG, &req, sizeof(req), fd, &rep, sizeof(rep));
+	err = client_request(c, RP_MSG_REGION_REG, &req, sizeof(req), fd, &rep, sizeof(rep));
 	if (err == 0)
 		err = rep.id ? 0 : -EPROTO;
 	if (err == 0) {
@@ -237,7 +242,7 @@ RP_EXPORT int rp_region_free(struct rp_region *r)
 		return -EINVAL;
 	c = r->c;
 	req.id = r->id;
-	err = conn_request(&c->conn, RP_MSG_REGION_FREE, &req, sizeof(req), -1, NULL, 0);
+	err = client_request(c, RP_MSG_REGION_FREE, &req, sizeof(req), -1, NULL, 0);
 	c->regions[r->id - 1] = NULL;
 	unmap_region(r);
 	return err;
@@ -260,7 +265,7 @@ static int export_req(struct rp_region *r, uint16_t type, const char *name, unsi
 	if (!r || put_name(req.name, name, false) < 0)
 		return -EINVAL;
 	req.region = r->id;
-	return conn_request(&r->c->conn, type, &req, sizeof(req), -1, NULL, 0);
+	return client_request(r->c, type, &req, sizeof(req), -1, NULL, 0);
 }
 
 RP_EXPORT int rp_region_export(struct rp_region *r, const char *name, unsigned access)
@@ -296,7 +301,7 @@ RP_EXPORT int rp_remote_open(struct rp_client *c, const char *peer, const char *
 	rm = calloc(1, sizeof(*rm));
 	if (!rm)
 		return -ENOMEM;
-	err = conn_request(&c->conn, RP_MSG_REMOTE_OPEN, &req, sizeof(req), -1, &rep, sizeof(rep));
+	err = client_request(c, RP_MSG_REMOTE_OPEN, &req, sizeof(req), -1, &rep, sizeof(rep));
 	if (err < 0) {
 		free(rm);
 		return err;
@@ -333,7 +338,7 @@ RP_EXPORT int rp_remote_close(struct rp_remote *rm)
 		return -EINVAL;
 	c = rm->c;
 	req.id = rm->id;
-	err = conn_request(&c->conn, RP_MSG_REMOTE_CLOSE, &req, sizeof(req), -1, NULL, 0);
+	err = client_request(c, RP_MSG_REMOTE_CLOSE, &req, sizeof(req), -1, NULL, 0);
 	if (rm->prev)
 		rm->prev->next = rm->next;
 	else
@@ -356,7 +361,7 @@ RP_EXPORT int rp_endpoint_bind(struct rp_client *c, const char *name, struct rp_
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -ENOMEM;
-	err = conn_request(&c->conn, RP_MSG_EP_BIND, &req, sizeof(req), -1, &rep, sizeof(rep));
+	err = client_request(c, RP_MSG_EP_BIND, &req, sizeof(req), -1, &rep, sizeof(rep));
 	if (err < 0) {
 		free(ep);
 		return err;
@@ -381,7 +386,7 @@ RP_EXPORT int rp_endpoint_unbind(struct rp_endpoint *ep)
 		return -EINVAL;
 	c = ep->c;
 	req.id = ep->id;
-	err = conn_request(&c->conn, RP_MSG_EP_UNBIND, &req, sizeof(req), -1, NULL, 0);
+	err = client_request(c, RP_MSG_EP_UNBIND, &req, sizeof(req), -1, NULL, 0);
 	if (ep->prev)
 		ep->prev->next = ep->next;
 	else
@@ -410,7 +415,7 @@ static int dest_id(struct rp_client *c, const char *peer, const char *name, uint
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	err = conn_request(&c->conn, RP_MSG_DEST_OPEN, &req, sizeof(req), -1, &rep, sizeof(rep));
+	err = client_request(c, RP_MSG_DEST_OPEN, &req, sizeof(req), -1, &rep, sizeof(rep));
 	if (err < 0) {
 		free(d);
 		return err;

@@ -38,19 +38,41 @@ struct rp_dest {
 	char name[RP_NAME_MAX];
 };
 
+/*
+ * One accepted operation without its completion yet. The daemon sees the
+ * slot, not the application's cookie: the submission carries
+ * gen << 32 | (index + 1), so each completion finds its operation exactly,
+ * and when the daemon goes away the slots still in use are the operations
+ * that need a completion from the library.
+ */
+struct op_slot {
+	uint64_t cookie;   /* the application's */
+	uint64_t offset;   /* POST_RECV: the buffer's offset in its region */
+	uint32_t gen;	   /* bumped when the slot is freed: stale wire cookies do not match */
+	uint32_t next;	   /* free list: index + 1 of the next free slot, 0: none */
+	uint32_t sq_index; /* its submission ring index: did the daemon take it? */
+	uint16_t op;	   /* enum rp_op; 0: free */
+	uint16_t region;   /* POST_RECV: the region id */
+};
+
 struct rp_client {
 	struct rp_conn conn;
 	void *ring_base;
 	size_t ring_size;
 	struct rp_ring_view v;
 	int sq_efd, cq_efd;
+	int ep_fd;	  /* rp_fd(): epoll of cq_efd and the socket (its hang-up) */
 	uint32_t sq_tail; /* private producer index */
 	uint32_t cq_head; /* private consumer index */
 	bool dead;
 	bool fd_user; /* rp_fd() was asked for: empty polls must leave the doorbell armed */
 	uint8_t wait_mode;    /* enum rp_wait_mode */
 	uint32_t spin_ns;     /* rp_wait()'s current spin before sleeping (adaptive) */
-	uint64_t next_check_ns; /* when an empty poll next looks at the daemon's socket */
+	uint64_t next_check_ns; /* when an empty poll or a submission next looks at the socket */
+	struct op_slot *ops;
+	uint32_t n_ops;	   /* slots allocated */
+	uint32_t free_op;  /* index + 1 of the first free slot, 0: none */
+	uint32_t sweep;	   /* daemon gone: the next slot to report */
 	struct rp_region **regions; /* by id - 1 */
 	uint32_t n_regions;
 	struct rp_remote *remotes;
@@ -59,9 +81,24 @@ struct rp_client {
 };
 
 /* ring.c */
+/* Queue @q (its cookie is the application's): 0, -EAGAIN, -ENOMEM, -RP_EDAEMON, -EPROTO. */
 int client_submit(struct rp_client *c, const struct rp_sqe *q);
 /* The waiting policy from RDMAPROXY_WAIT (rp_connect()). */
 void client_wait_init(struct rp_client *c);
+/* conn_request() that remembers a daemon that hung up. */
+int client_request(struct rp_client *c, uint16_t type, const void *body, size_t len, int fd,
+		   void *reply, size_t replylen);
+/* rp_fd()'s epoll set: 0 or -errno. */
+int client_poll_set(struct rp_client *c);
+
+/* ops.c */
+/* Give @q a slot; *ret_wire is the cookie the daemon sees. 0 or -ENOMEM. */
+int ops_track(struct rp_client *c, const struct rp_sqe *q, uint64_t *ret_wire);
+/* A completion from the daemon: its operation's cookie, slot freed. 0 or -EPROTO. */
+int ops_complete(struct rp_client *c, const struct rp_cqe *e, uint64_t *ret_cookie);
+/* Daemon gone: a completion for each operation still in a slot, up to @max. */
+int ops_report_dead(struct rp_client *c, struct rp_completion *comps, int max);
+void ops_release(struct rp_client *c);
 /* Check a region and a range of it for an operation of @c. */
 int client_check_range(struct rp_client *c, const struct rp_region *r, size_t off, size_t len);
 

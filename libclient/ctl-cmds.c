@@ -136,7 +136,7 @@ static int ping_once(struct ctl *x, const char *peer, uint32_t seq, double *ms,
 
 	snprintf(req.peer, sizeof(req.peer), "%s", peer);
 	why[0] = '\0';
-	r = ctl_request(&x->conn, RP_MSG_ADMIN_PING, &req, sizeof(req), rep, sizeof(*rep), &n, why,
+	r = ctl_request(&x->conn, RP_MSG_ADMIN_PING, &req, sizeof(req), rep, sizeof(*rep), &n, NULL, why,
 			whylen);
 	*ms = now_ms() - t0;
 	if (r == 0 && (n != sizeof(*rep) || rep->seq != seq))

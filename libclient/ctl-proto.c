@@ -16,7 +16,7 @@
 
 /* The reply to the last request: its status, with the body in @reply. */
 static int recv_packet(struct rp_conn *c, uint16_t type, void *reply, size_t cap, size_t *ret_len,
-		       char *why, size_t whylen)
+		       uint16_t *ret_flags, char *why, size_t whylen)
 {
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
 	const struct rp_hdr *h = (const struct rp_hdr *)buf;
@@ -51,16 +51,18 @@ static int recv_packet(struct rp_conn *c, uint16_t type, void *reply, size_t cap
 		return -EPROTO;
 	memcpy(reply, buf + sizeof(*h), body);
 	*ret_len = body;
+	if (ret_flags)
+		*ret_flags = h->flags;
 	return 0;
 }
 
 int ctl_request(struct rp_conn *c, uint16_t type, const void *body, size_t len, void *reply,
-		size_t cap, size_t *ret_len, char *why, size_t whylen)
+		size_t cap, size_t *ret_len, uint16_t *ret_flags, char *why, size_t whylen)
 {
 	int r = conn_send(c, type, body, len, -1);
 
 	if (r == 0)
-		r = recv_packet(c, type, reply, cap, ret_len, why, whylen);
+		r = recv_packet(c, type, reply, cap, ret_len, ret_flags, why, whylen);
 	if (r < 0 && r != -RP_EDAEMON && !why[0])
 		snprintf(why, whylen, "%s", rp_strerror(r));
 	return r;
@@ -75,7 +77,7 @@ static int get_page(struct rp_conn *c, uint16_t type, uint64_t cursor, char *buf
 	int r;
 
 	why[0] = '\0';
-	r = ctl_request(c, type, &req, sizeof(req), buf, cap, &n, why, whylen);
+	r = ctl_request(c, type, &req, sizeof(req), buf, cap, &n, NULL, why, whylen);
 	if (r < 0)
 		return r;
 	if (n < sizeof(*pg))

@@ -18,18 +18,20 @@
 #define CTL_EXIT_OK 0
 #define CTL_EXIT_FAILED 1 /* the daemon refused or failed the request */
 #define CTL_EXIT_UNREACHABLE 2 /* no daemon on the socket, or it went away */
+#define CTL_EXIT_RESTART 3 /* reloaded, but changed settings need a restart */
 #define CTL_EXIT_USAGE 64 /* bad command line (EX_USAGE) */
 
 /* ---- ctl-proto.c ---- */
 
 /*
  * Send an admin request and receive its reply of up to @cap bytes into
- * @reply (length in *ret_len). Returns the reply's status; on a negative
- * status, @why gets the daemon's reason (or rp_strerror()). -RP_EDAEMON if
- * the daemon hung up, -EPROTO on a malformed reply.
+ * @reply (length in *ret_len, the reply's rp_hdr.flags in *ret_flags unless
+ * it is NULL). Returns the reply's status; on a negative status, @why gets
+ * the daemon's reason (or rp_strerror()). -RP_EDAEMON if the daemon hung up,
+ * -EPROTO on a malformed reply.
  */
 int ctl_request(struct rp_conn *c, uint16_t type, const void *body, size_t len, void *reply,
-		size_t cap, size_t *ret_len, char *why, size_t whylen);
+		size_t cap, size_t *ret_len, uint16_t *ret_flags, char *why, size_t whylen);
 
 /* Every page of list @type: @recsize-byte records, malloc'ed, into *ret / *ret_n. */
 int ctl_list(struct rp_conn *c, uint16_t type, size_t recsize, void **ret, size_t *ret_n, char *why,

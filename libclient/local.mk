@@ -6,7 +6,7 @@ pkgconfig_DATA = libclient/rdmaproxy.pc
 libclient_librdmaproxy_la_SOURCES = \
 	libclient/conn.c libclient/conn.h \
 	libclient/client.c libclient/client.h \
-	libclient/ring.c libclient/error.c \
+	libclient/ring.c libclient/ops.c libclient/error.c \
 	include/rdmaproxy.h include/rp-proto.h include/rp-ring.h include/rp-fdpass.h
 libclient_librdmaproxy_la_CPPFLAGS = $(AM_CPPFLAGS) -DRP_BUILDING_LIBRARY
 libclient_librdmaproxy_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
@@ -25,13 +25,20 @@ tests_integration_test_client_io_SOURCES = tests/integration/test-client-io.c
 tests_integration_test_client_io_LDADD = libclient/librdmaproxy.la
 # -no-install: real binaries with a build-tree rpath, no libtool wrapper scripts.
 tests_integration_test_client_io_LDFLAGS = $(AM_LDFLAGS) -no-install
+# The daemon SIGKILLed under a client with operations in every state.
+check_PROGRAMS += tests/integration/test-client-death
+tests_integration_test_client_death_SOURCES = tests/integration/test-client-death.c
+tests_integration_test_client_death_LDADD = libclient/librdmaproxy.la
+tests_integration_test_client_death_LDFLAGS = $(AM_LDFLAGS) -no-install
 TESTS += tests/unit/test-ring \
 	tests/integration/test-client-symbols.sh \
 	tests/integration/test-client-regions.sh \
-	tests/integration/test-client.sh
+	tests/integration/test-client.sh \
+	tests/integration/test-client-death.sh
 EXTRA_DIST += tests/integration/test-client-symbols.sh \
 	tests/integration/test-client-regions.sh \
-	tests/integration/test-client.sh
+	tests/integration/test-client.sh \
+	tests/integration/test-client-death.sh
 
 include examples/local.mk
 include libclient/ctl.mk

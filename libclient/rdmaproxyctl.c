@@ -104,31 +104,74 @@ static int connect_daemon(struct ctl *x, const char *path)
 	}
 }
 
+/* A setting named by one RP_RESTART_* bit; a newer daemon may send bits this tool predates. */
+static const char *restart_name(unsigned bit, char *buf, size_t len)
+{
+	const char *name = rp_restart_setting(bit);
+
+	if (name)
+		return name;
+	snprintf(buf, len, "unknown setting 0x%04x (see the message)", bit);
+	return buf;
+}
+
+static void reload_json(const char *text, uint16_t restart)
+{
+	struct ctl_json j;
+	unsigned bit;
+	char buf[64];
+
+	json_begin(&j, stdout);
+	json_obj(&j, NULL);
+	json_bool(&j, "reloaded", true);
+	json_str(&j, "message", text);
+	json_arr(&j, "restart_needed");
+	for (bit = 1; bit <= UINT16_MAX; bit <<= 1)
+		if (restart & bit)
+			json_str(&j, NULL, restart_name(bit, buf, sizeof(buf)));
+	json_close(&j, ']');
+	json_close(&j, '}');
+	json_end(&j);
+}
+
+/* The warning on stderr that goes with CTL_EXIT_RESTART. */
+static void reload_warn(uint16_t restart)
+{
+	const char *sep = "";
+	unsigned bit;
+	char buf[64];
+
+	fprintf(stderr, "rdmaproxyctl: warning: reloaded, but these changed settings apply only "
+			"when rdmaproxyd restarts: ");
+	for (bit = 1; bit <= UINT16_MAX; bit <<= 1)
+		if (restart & bit) {
+			fprintf(stderr, "%s%s", sep, restart_name(bit, buf, sizeof(buf)));
+			sep = ", ";
+		}
+	fprintf(stderr, "\n");
+}
+
 static int cmd_reload(struct ctl *x)
 {
 	char why[RP_ADMIN_TEXT_MAX] = "";
 	struct rp_admin_text t = {0};
+	uint16_t restart = 0;
 	size_t n = 0;
 	int r;
 
-	r = ctl_request(&x->conn, RP_MSG_ADMIN_RELOAD, NULL, 0, &t, sizeof(t), &n, why,
+	r = ctl_request(&x->conn, RP_MSG_ADMIN_RELOAD, NULL, 0, &t, sizeof(t), &n, &restart, why,
 			sizeof(why));
 	if (r < 0)
 		return ctl_fail(x, r, why);
 	t.text[sizeof(t.text) - 1] = '\0';
-	if (x->json) {
-		struct ctl_json j;
-
-		json_begin(&j, stdout);
-		json_obj(&j, NULL);
-		json_bool(&j, "reloaded", true);
-		json_str(&j, "message", t.text);
-		json_close(&j, '}');
-		json_end(&j);
-	} else {
+	if (x->json)
+		reload_json(t.text, restart);
+	else
 		printf("%s\n", t.text);
-	}
-	return CTL_EXIT_OK;
+	if (!restart)
+		return CTL_EXIT_OK;
+	reload_warn(restart);
+	return CTL_EXIT_RESTART;
 }
 
 static const struct {

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,19 +59,74 @@ int client_check_range(struct rp_client *c, const struct rp_region *r, size_t of
 	return 0;
 }
 
+/*
+ * Has the daemon hung up? Submissions find out without a system call each:
+ * the socket is looked at (poll(2), which leaves the doorbell alone) at most
+ * once per LIVENESS_CHECK_NS.
+ */
+static bool daemon_gone(struct rp_client *c)
+{
+	struct pollfd p = { .fd = c->conn.fd, .events = 0 };
+	uint64_t now;
+
+	if (c->dead)
+		return true;
+	now = now_ns(CLOCK_MONOTONIC_COARSE);
+	if (now < c->next_check_ns)
+		return false;
+	c->next_check_ns = now + LIVENESS_CHECK_NS;
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
+		c->dead = true;
+	return c->dead;
+}
+
+int client_request(struct rp_client *c, uint16_t type, const void *body, size_t len, int fd,
+		   void *reply, size_t replylen)
+{
+	int r = conn_request(&c->conn, type, body, len, fd, reply, replylen);
+
+	if (r == -RP_EDAEMON)
+		c->dead = true;
+	return r;
+}
+
+int client_poll_set(struct rp_client *c)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	c->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (c->ep_fd < 0)
+		return -errno;
+	if (epoll_ctl(c->ep_fd, EPOLL_CTL_ADD, c->cq_efd, &ev) < 0)
+		return -errno;
+	/* No events asked: only the hang-up (and errors) of the daemon's socket wake it. */
+	ev.events = 0;
+	if (epoll_ctl(c->ep_fd, EPOLL_CTL_ADD, c->conn.fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
 int client_submit(struct rp_client *c, const struct rp_sqe *q)
 {
 	uint32_t mask = c->v.sq_entries - 1;
+	struct rp_sqe *e;
+	uint64_t wire;
 	int64_t used;
+	int r;
 
-	if (c->dead || c->conn.fd < 0)
+	if (c->conn.fd < 0 || daemon_gone(c))
 		return -RP_EDAEMON;
 	used = rp_ring_count(c->sq_tail, rp_ring_load(&c->v.sq->consumer), c->v.sq_entries);
 	if (used < 0)
 		return -EPROTO;
 	if (used == c->v.sq_entries)
 		return -EAGAIN;
-	memcpy(&c->v.sqes[c->sq_tail & mask], q, sizeof(*q));
+	r = ops_track(c, q, &wire);
+	if (r < 0)
+		return r;
+	e = &c->v.sqes[c->sq_tail & mask];
+	memcpy(e, q, sizeof(*q));
+	e->cookie = wire;
 	c->sq_tail++;
 	rp_ring_store(&c->v.sq->producer, c->sq_tail);
 	if (rp_ring_take_wakeup(c->v.sq, RP_RING_NEED_WAKEUP))
@@ -122,10 +178,14 @@ RP_EXPORT int rp_read(struct rp_client *c, struct rp_region *r, size_t off, stru
 	return rw(c, RP_SQE_READ, r, off, src, roff, len, cookie, flags, 0);
 }
 
-static void to_completion(struct rp_client *c, const struct rp_cqe *e, struct rp_completion *out)
+static int to_completion(struct rp_client *c, const struct rp_cqe *e, struct rp_completion *out)
 {
+	uint64_t cookie;
+
+	if (ops_complete(c, e, &cookie) < 0)
+		return -EPROTO;
 	memset(out, 0, sizeof(*out));
-	out->cookie = e->cookie;
+	out->cookie = cookie;
 	out->status = e->status;
 	out->op = e->op;
 	out->len = e->len;
@@ -134,20 +194,27 @@ static void to_completion(struct rp_client *c, const struct rp_cqe *e, struct rp
 	if ((e->op == RP_OP_NOTIFY || e->op == RP_OP_RECV) && e->region &&
 	    e->region <= c->n_regions)
 		out->region = c->regions[e->region - 1];
+	return 0;
 }
 
-/* Copy out what is there. */
+/*
+ * Copy out what is there. A completion that matches no operation of ours
+ * stays in the ring and makes this -EPROTO from then on.
+ */
 static int reap(struct rp_client *c, struct rp_completion *comps, int max)
 {
 	uint32_t prod = rp_ring_load(&c->v.cq->producer), mask = c->v.cq_entries - 1;
 	struct rp_cqe e;
-	int n = 0;
+	int n = 0, err = 0;
 
 	if (rp_ring_count(prod, c->cq_head, c->v.cq_entries) < 0)
 		return -EPROTO;
 	while (c->cq_head != prod && n < max) {
 		memcpy(&e, &c->v.cqes[c->cq_head & mask], sizeof(e));
-		to_completion(c, &e, &comps[n++]);
+		err = to_completion(c, &e, &comps[n]);
+		if (err < 0)
+			break;
+		n++;
 		c->cq_head++;
 	}
 	if (n) {
@@ -156,7 +223,21 @@ static int reap(struct rp_client *c, struct rp_completion *comps, int max)
 		if (rp_ring_take_wakeup(c->v.sq, RP_RING_STALLED))
 			ring_doorbell(c->sq_efd);
 	}
-	return n;
+	return n ? n : err;
+}
+
+/*
+ * The daemon is gone: first what it completed before it went, then one
+ * completion from the library for each operation left, then -RP_EDAEMON.
+ */
+static int poll_dead(struct rp_client *c, struct rp_completion *comps, int max)
+{
+	int n = reap(c, comps, max);
+
+	if (n > 0)
+		return n;
+	n = ops_report_dead(c, comps, max);
+	return n ? n : -RP_EDAEMON;
 }
 
 /* Is the daemon still there? Drains the doorbell as a side effect. */
@@ -218,6 +299,9 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
 
 	if (!c || !comps || max <= 0)
 		return -EINVAL;
+	/* First: a corrupt ring must not keep the ops in flight from being reported. */
+	if (c->dead)
+		return poll_dead(c, comps, max);
 	n = reap(c, comps, max);
 	if (n != 0)
 		return n;
@@ -225,6 +309,8 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
 	if (now >= c->next_check_ns) {
 		c->next_check_ns = now + LIVENESS_CHECK_NS;
 		r = check_fds(c, 0);
+		if (r == -RP_EDAEMON)
+			return poll_dead(c, comps, max);
 		if (r < 0)
 			return r;
 	}
@@ -348,6 +434,9 @@ RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max,
 		if (end && now_ns(CLOCK_MONOTONIC) >= end)
 			return 0;
 		r = check_fds(c, end ? (int)((end - now_ns(CLOCK_MONOTONIC)) / 1000000u) + 1 : -1);
+		/* A hang-up is not the end: what was in flight is reported first. */
+		if (r == -RP_EDAEMON)
+			return poll_dead(c, comps, max);
 		if (r < 0)
 			return r;
 		n = reap(c, comps, max);
@@ -369,5 +458,6 @@ RP_EXPORT int rp_fd(const struct rp_client *c)
 	 * own heap object: only the public prototype is const.
 	 */
 	((struct rp_client *)c)->fd_user = true;
-	return c->cq_efd;
+	/* An epoll set of the doorbell and the socket: the daemon's death wakes it too. */
+	return c->ep_fd;
 }

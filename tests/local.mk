@@ -7,8 +7,9 @@ include tests/vm/local.mk
 include tests/vm/daemon.mk
 include tests/vm/peers.mk
 
-TESTS += tests/check-man.sh tests/check-layers.sh
-EXTRA_DIST += tests/check-man.sh tests/check-layers.sh tests/unit/tap.h
+TESTS += tests/check-man.sh tests/check-layers.sh tests/test-settle.sh
+EXTRA_DIST += tests/check-man.sh tests/check-layers.sh tests/unit/tap.h tests/settle.sh \
+	tests/test-settle.sh
 
 # The verbs loopback module, tested on real rxe inside the guest (tests/vm).
 check_PROGRAMS += tests/helpers/verbs-local-check

@@ -4,7 +4,10 @@
  * mis-speaks) the control protocol without the client library, so tests can
  * check what the daemon does with good and bad input.
  *
- *   rp-probe SOCKET status           hello + status; prints key=value lines
+ *   rp-probe SOCKET status           hello + status; prints key=value lines,
+ *                                    with the pid and uid that SO_PEERCRED gives:
+ *                                    the daemon's, unless it was socket-activated
+ *                                    (then whoever called listen())
  *   rp-probe SOCKET version MIN MAX  hello with that version range
  *   rp-probe SOCKET garbage          send 7 random-ish bytes after hello
  *   rp-probe SOCKET nohello          send STATUS before HELLO
@@ -122,6 +125,8 @@ static int status(int fd)
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
 	struct rp_hdr *rh = (struct rp_hdr *)buf;
 	struct rp_status_reply *s = (struct rp_status_reply *)(buf + sizeof(*rh));
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
 
 	send_msg(fd, RP_MSG_STATUS, 2, NULL, 0, -1);
 	if (recv_msg(fd, buf, sizeof(buf)) != (ssize_t)(sizeof(*rh) + sizeof(*s)) || rh->status)
@@ -130,6 +135,9 @@ static int status(int fd)
 	       "gid=%s\nclients=%u\nuptime=%llu\n",
 	       s->version, s->node_name, s->device, s->port, s->port_state, s->active_mtu, s->gid,
 	       s->clients, (unsigned long long)s->uptime_sec);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+		printf("daemon_pid=%d\ndaemon_uid=%u\ndaemon_gid=%u\n", (int)cred.pid,
+		       (unsigned)cred.uid, (unsigned)cred.gid);
 	return 0;
 }
 

@@ -7,6 +7,8 @@ set -u
 : "${top_srcdir:=$top_builddir}"
 RPD="$top_builddir/daemon/rdmaproxyd"
 HELPERS="$top_builddir/tests/helpers"
+# wait_settled, wait_steady
+. "$top_srcdir/tests/settle.sh"
 
 T_N=0
 T_FAIL=0

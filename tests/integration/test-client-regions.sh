@@ -21,7 +21,8 @@ nfds() { ls "/proc/$PID/fd" | wc -l; }
 grep -q '^region_status=0$' "$T_DIR/good.out"
 ok $? "a sealed memfd of the claimed size is accepted"
 wait_for 5 grep -q 'disconnected: hang-up' "$LOG"
-base=$(nfds)
+base=$(wait_settled 20 nfds)
+fds_are() { [ "$(nfds)" -eq "$1" ]; }
 
 refused() { # refused KIND EXPECTED-ERROR-TEXT
 	"$PROBE" "$SOCK" region "$1" >"$T_DIR/$1.out" 2>&1
@@ -49,7 +50,7 @@ for i in $(seq 20); do
 		"$PROBE" "$SOCK" region $k >/dev/null 2>&1
 	done
 done
-wait_for 5 test "$(nfds)" -eq "$base"
+wait_steady 20 fds_are "$base"
 ok $? "the daemon's fd count is unchanged after 180 refusals ($base -> $(nfds))"
 "$PROBE" "$SOCK" status >/dev/null
 ok $? "the daemon still serves"

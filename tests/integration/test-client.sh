@@ -32,6 +32,8 @@ nfds() { ls "/proc/$1/fd" | wc -l; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 nclients() { "$PROBE" "$SOCK" status | sed -n 's/^clients=//p'; }
 only_probe_left() { [ "$(nclients)" = 1 ]; }
+fds_are() { [ "$(nfds "$PID")" -eq "$1" ]; }
+rss_within() { [ "$(rss_kb "$PID")" -le "$1" ]; }
 
 # --- transfers ---------------------------------------------------------------
 write_conf "$CONF"
@@ -42,8 +44,9 @@ ok $? "daemon up"
 # Warm up once so that lazily allocated daemon state is part of the baseline.
 "$IO" pair 4K >/dev/null 2>&1
 wait_for 10 only_probe_left
-BASE_FDS=$(nfds "$PID")
-BASE_RSS=$(rss_kb "$PID")
+# Baselines of a settled daemon: a closing fd must not be counted.
+BASE_FDS=$(wait_settled 20 nfds "$PID")
+BASE_RSS=$(wait_settled 20 rss_kb "$PID")
 
 for size in 1 4K 1M 64M; do
 	run_checks "pair $size" "$IO" pair "$size"
@@ -85,11 +88,10 @@ diag "$T_DIR/demo.out"
 # would be 64 MiB here.
 wait_for 10 only_probe_left
 ok $? "no client left"
-wait_for 10 test "$(nfds "$PID")" -eq "$BASE_FDS"
+wait_steady 20 fds_are "$BASE_FDS"
 ok $? "daemon fd count back to baseline ($BASE_FDS -> $(nfds "$PID"))"
-rss=$(rss_kb "$PID")
-[ "$rss" -le $((BASE_RSS + 16384)) ]
-ok $? "daemon RSS back to baseline within 16 MiB ($BASE_RSS kB -> $rss kB)"
+wait_steady 20 rss_within $((BASE_RSS + 16384))
+ok $? "daemon RSS back to baseline within 16 MiB ($BASE_RSS kB -> $(rss_kb "$PID") kB)"
 "$PROBE" "$SOCK" status | grep -q '^clients=1$'
 ok $? "status counts only the probe"
 stop_daemon "$PID"

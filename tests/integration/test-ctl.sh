@@ -195,6 +195,41 @@ cp "$CONF.good" "$CONF"
 "$CTL" status >/dev/null
 ok $? "the daemon still answers after the rejected reload"
 
+# Settings read only at start-up: the reply names each one, exit 3.
+sed -i 's/^node_name = testnode/node_name = renamed/; s/^listen = none/listen = 127.0.0.1:9/' \
+	"$CONF"
+printf '[verbs]\ncq_depth = 64\nsend_queue_depth = 16\n' >>"$CONF"
+RESTART="daemon.node_name, daemon.listen, verbs.cq_depth, verbs.send_queue_depth"
+"$CTL" reload >"$T_DIR/r3.txt" 2>"$T_DIR/r3.err"
+rc=$?
+[ $rc -eq 3 ] && grep -q "^reloaded $CONF: .*; restart to apply: $RESTART\$" "$T_DIR/r3.txt" &&
+	grep -q "^rdmaproxyctl: warning: reloaded, but .* restarts: $RESTART\$" "$T_DIR/r3.err"
+ok $? "settings that need a restart: exit 3, each named ($rc: $(cat "$T_DIR/r3.txt" "$T_DIR/r3.err"))"
+"$CTL" --json reload >"$T_DIR/r3.json" 2>/dev/null
+rc=$?
+[ $rc -eq 3 ] && json_ok <"$T_DIR/r3.json" && jget '.reloaded == true and .restart_needed ==
+	["daemon.node_name", "daemon.listen", "verbs.cq_depth", "verbs.send_queue_depth"]' \
+	<"$T_DIR/r3.json"
+ok $? "reload --json: restart_needed lists them, exit 3 ($rc: $(cat "$T_DIR/r3.json"))"
+grep -q "changed settings that apply only at the next restart: $RESTART\$" "$LOG"
+ok $? "the daemon logs them"
+"$CTL" status >"$T_DIR/status3.txt"
+grep -q 'on node testnode' "$T_DIR/status3.txt" && "$CTL" ping -c 1 -i 0 testnode >/dev/null
+ok $? "until the restart the daemon keeps its running node name"
+sed -i 's/^log_level = debug/log_level = info/' "$CONF"
+"$CTL" --json reload >"$T_DIR/r3.json" 2>/dev/null
+rc=$?
+[ $rc -eq 3 ] && jget '.restart_needed | length == 4' <"$T_DIR/r3.json"
+ok $? "a later reload still reports them while the restart is pending"
+cp "$CONF.good" "$CONF"
+"$CTL" reload >"$T_DIR/r0.txt" 2>"$T_DIR/r0.err"
+rc=$?
+[ $rc -eq 0 ] && ! grep -q restart "$T_DIR/r0.txt" && [ ! -s "$T_DIR/r0.err" ]
+ok $? "back to the running settings: exit 0, no warning"
+"$CTL" --json reload >"$T_DIR/r0.json"
+[ $? -eq 0 ] && jget '.restart_needed == []' <"$T_DIR/r0.json"
+ok $? "reload --json: restart_needed is empty"
+
 # --- the end ----------------------------------------------------------------------
 exec {LOADP[1]}>&-
 wait "$LOAD_PID"

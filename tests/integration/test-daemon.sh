@@ -29,6 +29,20 @@ ok $? "a bad config gives FILE:LINE and exit 1 ($out)"
 "$RPD" --check-config -c "$T_DIR/missing.conf" 2>&1 | grep -q "missing.conf: No such file"
 ok $? "a missing config is named"
 
+# --- peer keys are secrets -------------------------------------------------
+printf 'shared-secret-key-for-tests-0001\n' >"$T_DIR/peer.key"
+write_conf "$T_DIR/key.conf" '[peer "p"]' 'address = 127.0.0.1:9' "key_file = $T_DIR/peer.key"
+for mode in 644 640 604; do
+	chmod "$mode" "$T_DIR/peer.key"
+	out=$("$RPD" --check-config -c "$T_DIR/key.conf" 2>&1)
+	rc=$?
+	[ $rc -eq 1 ] && echo "$out" | grep -q "key file $T_DIR/peer.key: mode 0$mode lets group or others"
+	ok $? "a peer key of mode 0$mode is refused, naming the file and the mode ($out)"
+done
+chmod 600 "$T_DIR/peer.key"
+"$RPD" --check-config -c "$T_DIR/key.conf" >/dev/null
+ok $? "the same key with mode 0600 is accepted"
+
 # --- systemd-analyze verify ----------------------------------------------
 if [ -n "${SYSTEMD_ANALYZE:-}" ]; then
 	mkdir -p "$T_DIR/units"
@@ -105,12 +119,12 @@ ok $? "an oversized message disconnects the client"
 ok $? "a protocol version mismatch is refused with the daemon's range"
 grep -q 'speaks protocol 7..9' "$LOG"
 ok $? "the daemon logs the version mismatch"
-fds_before=$(ls /proc/$PID/fd | wc -l)
+nfds() { ls "/proc/$PID/fd" | wc -l; }
+fds_are() { [ "$(nfds)" -eq "$1" ]; }
+fds_before=$(wait_settled 20 nfds)
 for i in $(seq 20); do "$PROBE" "$SOCK" fd >/dev/null; done
-sleep 0.3
-fds_after=$(ls /proc/$PID/fd | wc -l)
-[ "$fds_before" -eq "$fds_after" ]
-ok $? "passed fds are closed: fd count unchanged ($fds_before -> $fds_after)"
+wait_steady 20 fds_are "$fds_before"
+ok $? "passed fds are closed: fd count unchanged ($fds_before -> $(nfds))"
 "$PROBE" "$SOCK" status >/dev/null
 ok $? "the daemon survives all of that"
 
@@ -141,6 +155,27 @@ PID=$T_LAST_PID
 wait_for 10 "$PROBE" "$SOCK" status
 ok $? "a new daemon replaces a stale socket"
 stop_daemon "$PID"
+
+# --- a relative -c works once the daemon detached (it changes to /) ----------
+write_conf "$T_DIR/rel.conf"
+(cd "$T_DIR" && exec "$RPD" -c rel.conf) >"$T_DIR/detach.out" 2>&1
+rc=$?
+DPID=$("$PROBE" "$SOCK" status | sed -n 's/^daemon_pid=//p')
+[ -n "$DPID" ] && T_PIDS+=("$DPID")
+[ $rc -eq 0 ] && [ -n "$DPID" ] && [ "$(readlink "/proc/$DPID/cwd")" = / ]
+ok $? "detached with a relative -c: ready, serving, and its directory is / (rc $rc)" ||
+	diag "$T_DIR/detach.out"
+sed -i 's/^log_level = debug/log_level = info/' "$T_DIR/rel.conf"
+"$top_builddir/libclient/rdmaproxyctl" -s "$SOCK" reload >"$T_DIR/rel-reload.txt" 2>&1
+[ $? -eq 0 ] && grep -q "^reloaded $T_DIR/rel.conf: log level info" "$T_DIR/rel-reload.txt"
+ok $? "and a reload re-reads the same file ($(cat "$T_DIR/rel-reload.txt"))"
+if [ -n "$DPID" ]; then
+	kill -TERM "$DPID"
+	wait_for 10 sh -c "! kill -0 $DPID"
+	ok $? "the detached daemon stops on SIGTERM"
+else
+	ok 1 "the detached daemon stops on SIGTERM"
+fi
 
 # --- transport selection without an RDMA device ---------------------------
 if ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
@@ -179,8 +214,23 @@ if [ -n "${SYSTEMD_SOCKET_ACTIVATE:-}" ]; then
 	ok $? "socket-activated: does not bind its configured path"
 	stop_daemon "$APID"
 	ok $? "socket-activated: SIGTERM gives exit 0"
+	! grep -q 'socket_mode and socket_group do not apply' "$T_DIR/act.log"
+	ok $? "socket-activated: no word about socket_mode when the config names none"
+	write_conf "$CONF" "socket_mode = 0660"
+	rm -f "$ASOCK"
+	"$SYSTEMD_SOCKET_ACTIVATE" --seqpacket -l "$ASOCK" \
+		"$RPD" --foreground -c "$CONF" >"$T_DIR/act.log" 2>&1 &
+	APID=$!
+	T_PIDS+=("$APID")
+	wait_for 10 "$PROBE" "$ASOCK" status # the daemon starts at the first connection
+	wait_for 10 grep -q "listening on $ASOCK" "$T_DIR/act.log"
+	mode=$(stat -c %a "$ASOCK")
+	grep -q "socket_mode and socket_group do not apply to the socket systemd passed: $ASOCK has mode 0$mode" \
+		"$T_DIR/act.log" && [ "$mode" != 660 ]
+	ok $? "socket-activated: a socket_mode the passed socket does not have is named, with the fix"
+	stop_daemon "$APID"
 else
-	for i in 1 2 3 4; do echo "ok $((T_N += 1)) # SKIP systemd-socket-activate missing"; done
+	for i in 1 2 3 4 5 6; do echo "ok $((T_N += 1)) # SKIP systemd-socket-activate missing"; done
 fi
 
 # --- non-root fallback to $XDG_RUNTIME_DIR ------------------------------------

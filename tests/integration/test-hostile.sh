@@ -32,7 +32,9 @@ ok $? "notify into a full completion ring: refused writes did not land"
 diag "$T_DIR/nf.out"
 
 # --- connections that never say HELLO --------------------------------------------
-base=$(ls /proc/$PID/fd | wc -l)
+nfds() { ls "/proc/$PID/fd" | wc -l; }
+fds_at_most() { [ "$(nfds)" -le "$1" ]; }
+base=$(wait_settled 20 nfds)
 mkfifo "$T_DIR/hold"
 setpriv --reuid=nobody --regid=nogroup --clear-groups "$H" hold 300 <"$T_DIR/hold" \
 	>"$T_DIR/hold.out" 2>&1 &
@@ -50,7 +52,7 @@ start=$SECONDS
 ok $? "another user still connects and is served at once"
 wait_for 10 grep -q 'no HELLO within 5 s' "$LOG"
 ok $? "silent connections are closed after 5 s"
-wait_for 20 sh -c "[ \$(ls /proc/$PID/fd | wc -l) -le $base ]" # counted afresh each try
+wait_steady 20 fds_at_most "$base" # counted afresh each try
 ok $? "the daemon's fd count is back to its baseline ($base) while the client still holds"
 exec 7>&-
 wait "$HPID"

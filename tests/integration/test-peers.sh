@@ -265,7 +265,7 @@ spawn fb B export fb 64K 2
 said fb ready
 wait_for 5 sh -c "grep -q 'peer F: .* -> backoff' '$T_DIR/A.log'"
 mark=$(lines A)
-rss0=$(rss_kb "${PID[A]}")
+rss0=$(wait_settled 20 rss_kb "${PID[A]}")
 "$RAW" flood "${PORT[A]}" F A "$T_DIR/good.key" fl 200000 8 >"$T_DIR/flood.out" 2>&1 &
 flood=$!
 wait_for 10 grep -q ready "$T_DIR/flood.out"

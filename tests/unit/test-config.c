@@ -72,6 +72,10 @@ static void make_fixtures(void)
 	write_file("long.key", big, 257, 0600);
 	write_file("ww.key", KEY32, 32, 0606);
 	write_file("gw.key", KEY32, 32, 0620);
+	write_file("wr.key", KEY32, 32, 0644);
+	write_file("gr.key", KEY32, 32, 0640);
+	write_file("ox.key", KEY32, 32, 0601);
+	write_file("ro.key", KEY32, 32, 0400);
 	write_file("unreadable.key", KEY32, 32, 0000);
 	write_file("nul.conf", "[daemon]\n\nlog_level = d\0ebug\n", 29, 0644);
 	dir = tmp_path("dir.key");
@@ -84,7 +88,9 @@ static void remove_fixtures(void)
 {
 	static const char *const files[] = {"good.key", "min.key",	  "short.key",
 					    "max.key",	"long.key",	  "ww.key",
-					    "gw.key",	"unreadable.key", "nul.conf"};
+					    "gw.key",	"unreadable.key", "nul.conf",
+					    "wr.key",	"gr.key",	  "ox.key",
+					    "ro.key"};
 	char *path;
 	size_t i;
 
@@ -612,15 +618,31 @@ static void test_key_files(void)
 	check_key_file("missing.key", -ENOENT, "No such file or directory", "missing key file");
 	check_key_file("short.key", -EINVAL, "key too short: use 16 to 256 bytes", "short key");
 	check_key_file("long.key", -EINVAL, "key too long: use 16 to 256 bytes", "long key");
-	check_key_file("ww.key", -EINVAL, "writable by group or others (run chmod go-w)",
+	check_key_file("ww.key", -EINVAL,
+		       "mode 0606 lets group or others access the key (run chmod 600 on it)",
 		       "world-writable key");
-	check_key_file("gw.key", -EINVAL, "writable by group or others (run chmod go-w)",
+	check_key_file("gw.key", -EINVAL,
+		       "mode 0620 lets group or others access the key (run chmod 600 on it)",
 		       "group-writable key");
+	check_key_file("wr.key", -EINVAL,
+		       "mode 0644 lets group or others access the key (run chmod 600 on it)",
+		       "world-readable key");
+	check_key_file("gr.key", -EINVAL,
+		       "mode 0640 lets group or others access the key (run chmod 600 on it)",
+		       "group-readable key");
+	check_key_file("ox.key", -EINVAL,
+		       "mode 0601 lets group or others access the key (run chmod 600 on it)",
+		       "a key with any bit for others");
 	check_key_file("dir.key", -EINVAL, "not a regular file", "directory as key");
 	if (geteuid() != 0)
 		check_key_file("unreadable.key", -EACCES, "Permission denied", "unreadable key");
 	else
 		tap_ok(1, "unreadable key # SKIP root reads any file");
+
+	text = xasprintf("[peer \"b\"]\naddress = h\nkey_file = ro.key\n");
+	cfg = load_ok(text, "a key of mode 0400 is accepted");
+	config_free(cfg);
+	free(text);
 
 	text = xasprintf("[peer \"b\"]\naddress = h\nkey_file = %s/max.key\n", tmpdir);
 	cfg = load_ok(text, "absolute key_file, 256-byte key");

@@ -4,6 +4,7 @@
 # its MR table (rdma resource show). Prints TAP. Needs top_builddir.
 set -u
 B=${top_builddir:?}
+. "${top_srcdir:?}/tests/vm/vm-lib.sh"
 RPD=$B/daemon/rdmaproxyd
 IO=$B/tests/integration/test-client-io
 D=$(mktemp -d)
@@ -14,6 +15,8 @@ ok() {
 }
 mrs() { rdma resource show mr 2>/dev/null | grep -c 'dev rxe0'; }
 qps() { rdma resource show qp 2>/dev/null | grep -c 'link rxe0'; }
+mrs_are() { [ "$(mrs)" -eq "$1" ]; }
+res_are() { [ "$(mrs)" -eq "$1" ] && [ "$(qps)" -eq "$2" ]; }
 pkts() { cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts; }
 dump() {
 	echo "# --- rdma link"; rdma link | sed 's/^/# /'
@@ -26,8 +29,8 @@ dump() {
 
 printf '[daemon]\nnode_name = g0\nsocket = %s/s.sock\nlisten = none\ntransport = verbs\n' "$D" \
 	>"$D/c.conf"
-mr0=$(mrs)
-qp0=$(qps)
+mr0=$(wait_settled 20 mrs)
+qp0=$(wait_settled 20 qps)
 "$RPD" --foreground -c "$D/c.conf" >"$D/log" 2>&1 &
 pid=$!
 for _ in $(seq 200); do [ -S "$D/s.sock" ] && break; sleep 0.05; done
@@ -57,8 +60,7 @@ held=$(mrs)
 ok $? "rdma resource show mr lists the registered regions while a client holds them ($mr0 -> $held)"
 exec 3>&-
 wait $hpid
-for _ in $(seq 100); do [ "$(mrs)" -eq "$mr0" ] && break; sleep 0.05; done
-[ "$(mrs)" -eq "$mr0" ]
+wait_steady 20 mrs_are "$mr0"
 ok $? "and none is left after the client leaves ($(mrs) = $mr0)"
 
 "$IO" loop 30 1048576 >"$D/victim.out" 2>&1 &
@@ -71,8 +73,7 @@ wait $victim 2>/dev/null
 wait $other
 ok $? "a client SIGKILLed mid-transfer does not disturb another client's transfers"
 grep -q FAIL "$D/other.out" && sed 's/^/# /' "$D/other.out"
-for _ in $(seq 100); do [ "$(mrs)" -eq "$mr0" ] && break; sleep 0.05; done
-[ "$(mrs)" -eq "$mr0" ]
+wait_steady 20 mrs_are "$mr0"
 ok $? "the killed client leaves no MR behind"
 kill -0 $pid
 ok $? "the daemon is still running"
@@ -80,8 +81,50 @@ ok $? "the daemon is still running"
 kill -TERM $pid
 wait $pid
 ok $? "SIGTERM: exit 0"
-[ "$(mrs)" -eq "$mr0" ] && [ "$(qps)" -eq "$qp0" ]
+wait_steady 20 res_are "$mr0" "$qp0"
 ok $? "QPs and MRs back to baseline after the daemon exits"
+
+# As rdmaproxy.service runs it: another user than root, no capability and no
+# way to gain one, only an unlimited locked-memory limit to register with.
+N=$D/nonroot
+mkdir -m 1777 "$N"
+printf '[daemon]\nnode_name = g0\nsocket = %s/s.sock\nlisten = none\ntransport = verbs\n' "$N" \
+	>"$D/n.conf"
+chmod 755 "$D"
+chmod 644 "$D/n.conf"
+nonroot() { # nonroot MEMLOCK ARGS...: exec rdmaproxyd as user daemon (run it in "( ) &")
+	exec prlimit --memlock="$1" setpriv --reuid=daemon --regid=daemon --clear-groups --inh-caps=-all \
+		--bounding-set=-all --no-new-privs "$RPD" --foreground -c "$D/n.conf" "${@:2}"
+}
+(nonroot unlimited) >"$D/n.log" 2>&1 &
+npid=$! # the daemon itself: the subshell became it
+for _ in $(seq 200); do [ -S "$N/s.sock" ] && break; sleep 0.05; done
+grep -q "verbs transport (rxe0" "$D/n.log" &&
+	[ "$(awk '/^Uid:/ { print $3 }' /proc/$npid/status)" = "$(id -u daemon)" ] &&
+	grep -q '^CapEff:[[:space:]]*0000000000000000$' /proc/$npid/status
+rc=$?
+ok $rc "as user daemon with no capability the daemon opens rxe0 (verbs transport)"
+[ $rc -eq 0 ] || sed 's/^/# /' "$D/n.log"
+# 4 regions of 16 MiB: twice the usual default limit of 8 MiB.
+RDMAPROXY_SOCKET=$N/s.sock setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	"$IO" pair 16777216 >"$D/npair.out" 2>&1
+rc=$?
+ok $rc "it registers another user's 4 x 16 MiB regions and moves them (pair 16M)"
+[ $rc -eq 0 ] || sed 's/^/# /' "$D/npair.out"
+kill -TERM $npid
+wait $npid
+ok $? "and stops cleanly"
+# With a small limit, a larger registration fails for that client alone.
+(nonroot 16777216) >"$D/n2.log" 2>&1 &
+npid=$!
+for _ in $(seq 200); do [ -S "$N/s.sock" ] && break; sleep 0.05; done
+RDMAPROXY_SOCKET=$N/s.sock "$IO" regions 1 67108864 >"$D/nreg.out" 2>&1
+grep -q '^allocated=0$' "$D/nreg.out" && ! grep -q '^error=none$' "$D/nreg.out" && kill -0 $npid
+rc=$?
+ok $rc "with a 16 MiB locked-memory limit a 64 MiB region is refused, the daemon lives ($(tr '\n' ' ' <"$D/nreg.out"))"
+[ $rc -eq 0 ] || sed 's/^/# /' "$D/n2.log"
+kill -TERM $npid
+wait $npid
 [ $fail -eq 0 ] || dump
 echo "1..$n"
 rm -rf "$D"

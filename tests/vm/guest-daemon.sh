@@ -3,6 +3,7 @@
 # transport. Prints TAP. Expects top_builddir in the environment.
 set -u
 B=${top_builddir:?}
+. "${top_srcdir:?}/tests/vm/vm-lib.sh"
 RPD=$B/daemon/rdmaproxyd
 PROBE=$B/tests/helpers/rp-probe
 D=$(mktemp -d)
@@ -12,6 +13,7 @@ ok() {
 	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
 }
 res() { rdma resource show | awk '/rxe0/ { print $4, $6, $8, $12 }'; } # pd cq qp mr
+res_is() { [ "$(res)" = "$1" ]; }
 conf() {
 	printf '[daemon]\nnode_name = g0\nsocket = %s/s.sock\nlisten = none\nlog_level = debug\n' "$D"
 	printf 'transport = %s\n' "$1"
@@ -25,7 +27,7 @@ dump() {
 	echo "# --- daemon log"; sed 's/^/# /' "$D/log"
 }
 
-base=$(res)
+base=$(wait_settled 20 res)
 conf verbs >"$D/c.conf"
 "$RPD" --foreground -c "$D/c.conf" >"$D/log" 2>&1 &
 pid=$!
@@ -56,9 +58,8 @@ ok $? "the daemon still answers"
 kill -TERM $pid
 wait $pid
 ok $? "SIGTERM: exit 0"
-after=$(res)
-[ "$after" = "$base" ]
-ok $? "every RDMA object is destroyed at exit ($after = $base)"
+wait_steady 20 res_is "$base"
+ok $? "every RDMA object is destroyed at exit ($(res) = $base)"
 [ $fail -eq 0 ] || dump
 
 conf verbs mlx5_9 >"$D/c.conf"

@@ -17,6 +17,7 @@
 # reconnection, old handles fail with RP_ESTALE, transfers resume.
 set -u
 B=${top_builddir:?}
+. "${top_srcdir:?}/tests/vm/vm-lib.sh"
 RPD=$B/daemon/rdmaproxyd
 IO=$B/tests/integration/test-peers-io
 G=${RP_VM_GUEST:-0}
@@ -35,6 +36,8 @@ ok() {
 diag() { sed 's/^/# /' "$@"; }
 mrs() { rdma resource show mr 2>/dev/null | grep -c 'comm rdmaproxyd'; }
 qps() { rdma resource show qp 2>/dev/null | grep 'comm rdmaproxyd' | grep -c 'type RC'; }
+mrs_are() { [ "$(mrs)" -eq "$1" ]; }
+res_are() { [ "$(qps)" -eq "$1" ] && [ "$(mrs)" -eq "$2" ]; }
 dump() {
 	echo "# --- rdma link"; rdma link | diag
 	echo "# --- rdma resource show"; rdma resource show | diag
@@ -104,8 +107,8 @@ finish() {
 mark() { [ -n "$SYNC" ] && echo "${2:-}" >"$SYNC/$1"; }
 await() { wait_for "${2:-120}" test -e "$SYNC/$1"; }
 
-mr0=$(mrs)
-qp0=$(qps)
+mr0=$(wait_settled 20 mrs)
+qp0=$(wait_settled 20 qps)
 
 # ---------------------------------------------------------------- one guest
 one_guest() {
@@ -118,7 +121,7 @@ one_guest() {
 	ok $? "the link runs on the verbs transport"
 	wait_for 10 sh -c "[ \$(rdma resource show qp | grep 'comm rdmaproxyd' | grep -c 'type RC') -eq $((qp0 + 4)) ]"
 	ok $? "rdma resource show qp: 2 loopback + 2 peer RC QPs ($(qps), baseline $qp0)"
-	base_mr=$(mrs)
+	base_mr=$(wait_settled 20 mrs)
 
 	# A connector that never authenticates cannot touch any MR of B's.
 	mark_a=$(lines A)
@@ -155,7 +158,7 @@ one_guest() {
 	done
 	[ "${held:-0}" -gt "$base_mr" ]
 	ok $? "rdma resource show mr lists the client regions and the export MR while attached ($base_mr -> ${held:-?})"
-	wait_for 10 sh -c "[ \$(rdma resource show mr | grep -c 'comm rdmaproxyd') -eq $base_mr ]"
+	wait_steady 20 mrs_are "$base_mr"
 	ok $? "and returns to the daemons' baseline after the clients left ($(mrs) = $base_mr)"
 
 	spawn st B export st 16M 0
@@ -193,7 +196,7 @@ one_guest() {
 		diag "$D/other.out"
 	finish st
 	finish st2
-	wait_for 10 sh -c "[ \$(rdma resource show mr | grep -c 'comm rdmaproxyd') -eq $base_mr ]"
+	wait_steady 20 mrs_are "$base_mr"
 	ok $? "the killed client leaves no MR behind ($(mrs) = $base_mr)"
 
 	# Many notifying writes at once: WRITE_WITH_IMM into the 64-slot notify ring.
@@ -342,7 +345,7 @@ one_guest() {
 		wait "${PID[$x]}"
 		ok $? "daemon $x exits cleanly"
 	done
-	[ "$(qps)" -eq "$qp0" ] && [ "$(mrs)" -eq "$mr0" ]
+	wait_steady 20 res_are "$qp0" "$mr0"
 	ok $? "QPs and MRs back to the boot baseline ($(qps)/$qp0 QPs, $(mrs)/$mr0 MRs)"
 }
 
@@ -433,7 +436,7 @@ two_guests() {
 	kill -TERM "${PID[$ME]}"
 	wait "${PID[$ME]}"
 	ok $? "daemon $ME exits cleanly"
-	[ "$(qps)" -eq "$qp0" ] && [ "$(mrs)" -eq "$mr0" ]
+	wait_steady 20 res_are "$qp0" "$mr0"
 	ok $? "QPs and MRs back to the boot baseline ($(qps)/$qp0 QPs, $(mrs)/$mr0 MRs)"
 }
 

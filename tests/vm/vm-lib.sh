@@ -6,6 +6,8 @@
 : "${top_builddir:=$top_srcdir}"
 export top_srcdir top_builddir
 RPVM="$top_srcdir/tests/vm/rp-vm"
+# wait_settled, wait_steady: also for the guest-*.sh scripts, which source this file.
+. "$top_srcdir/tests/settle.sh"
 
 vm_require() {
 	local why

@@ -1,0 +1,47 @@
+# Waiting for a settled state instead of sampling a moment: shared by the
+# integration tests (lib.sh) and the Soft-RoCE guest scripts (vm-lib.sh).
+# A count sampled once can catch a transient (an fd still being closed, a
+# connection not yet reaped, an MR not yet deregistered) and make a
+# baseline check fail on a healthy daemon.
+# shellcheck shell=bash
+
+# wait_settled SECONDS CMD...: run CMD (it prints one value: an fd count, a
+# resource table) every 100 ms until it printed the same value
+# $SETTLE_SAMPLES times in a row (default 5, i.e. half a second), then print
+# that value: take baselines with this. Returns 1, printing the last value,
+# when nothing settles within SECONDS.
+wait_settled() {
+	local deadline=$((SECONDS + $1)) v last= same=0
+	shift
+	for (( ; ; )); do
+		v=$("$@" 2>/dev/null)
+		if [ -n "$v" ] && [ "$v" = "$last" ]; then
+			same=$((same + 1))
+		else
+			same=1
+			last=$v
+		fi
+		[ "$same" -ge "${SETTLE_SAMPLES:-5}" ] && break
+		[ $SECONDS -ge "$deadline" ] && echo "$v" && return 1
+		sleep 0.1
+	done
+	echo "$v"
+}
+
+# wait_steady SECONDS CMD...: wait until CMD (a test) succeeds
+# $SETTLE_SAMPLES times in a row, 100 ms apart: an end state, not a moment
+# passing through it. 1 on timeout.
+wait_steady() {
+	local deadline=$((SECONDS + $1)) same=0
+	shift
+	for (( ; ; )); do
+		if "$@" >/dev/null 2>&1; then
+			same=$((same + 1))
+		else
+			same=0
+		fi
+		[ "$same" -ge "${SETTLE_SAMPLES:-5}" ] && return 0
+		[ $SECONDS -ge "$deadline" ] && return 1
+		sleep 0.1
+	done
+}
