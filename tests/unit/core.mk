@@ -14,7 +14,8 @@ tests_unit_libcoretest_la_SOURCES = tests/unit/core-harness.c tests/unit/core-ha
 tests_unit_libcoretest_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(IBVERBS_CFLAGS) $(RDMACM_CFLAGS)
 
-RP_CORE_TESTS = tests/unit/test-session tests/unit/test-region
+RP_CORE_TESTS = tests/unit/test-session tests/unit/test-region tests/unit/test-exports \
+	
 check_PROGRAMS += $(RP_CORE_TESTS)
 TESTS += $(RP_CORE_TESTS)
 
@@ -22,3 +23,5 @@ tests_unit_test_session_SOURCES = tests/unit/test-session.c tests/unit/tap.h
 tests_unit_test_session_LDADD = tests/unit/libcoretest.la $(RP_CORE_TEST_LIBS)
 tests_unit_test_region_SOURCES = tests/unit/test-region.c tests/unit/tap.h
 tests_unit_test_region_LDADD = tests/unit/libcoretest.la $(RP_CORE_TEST_LIBS)
+tests_unit_test_exports_SOURCES = tests/unit/test-exports.c tests/unit/tap.h
+tests_unit_test_exports_LDADD = tests/unit/libcoretest.la $(RP_CORE_TEST_LIBS)
