@@ -35,7 +35,7 @@ static int th_send(struct session *s, const void *buf, size_t len, const int *fd
 	for (i = 0; i < ts->nfds; i++)
 		close(ts->fds[i]);
 	for (i = 0; i < nfds; i++)
-		ts->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+		ts->fds[i] = ts->th->lean ? -1 : fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
 	ts->nfds = nfds;
 	return 0;
 }
@@ -49,7 +49,7 @@ static void client_forget(struct th_session *ts)
 		if (ts->fds[k] >= 0)
 			close(ts->fds[k]);
 	ts->nfds = 0;
-	if (ts->ring.base)
+	if (ts->ring.base && !ts->th->lean)
 		munmap(ts->ring.base, ts->ring.size);
 	ts->ring.base = NULL;
 	for (i = 0; i < ts->n_maps; i++)
@@ -334,7 +334,10 @@ static int map_ring(struct th_session *ts)
 	struct th_ring *r = &ts->ring;
 
 	r->size = rep->ring_size;
-	r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, ts->fds[0], 0);
+	if (ts->th->lean)
+		r->base = ts->s.rings.base;
+	else
+		r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, ts->fds[0], 0);
 	if (r->base == MAP_FAILED) {
 		r->base = NULL;
 		return -errno;

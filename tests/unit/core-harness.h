@@ -21,7 +21,7 @@
 
 #define TH_NODE "nodeA" /* this node */
 #define TH_PEER "nodeB" /* the one peer the fake peer layer knows */
-#define TH_MAX_OPS 1024
+#define TH_MAX_OPS 256
 #define TH_MAX_OPENS 64
 #define TH_MAX_GONE 64
 #define TH_MAX_MAPS 32
@@ -77,6 +77,7 @@ struct th {
 	struct core *core;
 	unsigned n_freed; /* sessions the glue's free hook got */
 	unsigned dead_sends; /* replies offered for a dead session: must stay 0 */
+	bool lean; /* fuzzing: clients keep no fds and see their rings in the daemon's mapping */
 	/* Region registrations the glue runs later (th_defer_jobs()), in order. */
 	bool defer_jobs;
 	struct region_job *jobs[TH_MAX_JOBS];

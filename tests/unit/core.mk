@@ -27,3 +27,16 @@ tests_unit_test_exports_SOURCES = tests/unit/test-exports.c tests/unit/tap.h
 tests_unit_test_exports_LDADD = tests/unit/libcoretest.la $(RP_CORE_TEST_LIBS)
 tests_unit_test_xfer_SOURCES = tests/unit/test-xfer.c tests/unit/tap.h
 tests_unit_test_xfer_LDADD = tests/unit/libcoretest.la $(RP_CORE_TEST_LIBS)
+
+# The fuzz targets of the core without libFuzzer: their corpora, replayed
+# (tests/fuzz/README.md says how to fuzz them). mkseeds-core wrote the
+# corpora; it is built so that it keeps up with the formats in fuzz-core.h.
+check_PROGRAMS += tests/fuzz/replay-ctl tests/fuzz/replay-sqe tests/fuzz/mkseeds-core
+TESTS += tests/fuzz/replay-ctl.sh tests/fuzz/replay-sqe.sh
+tests_fuzz_replay_ctl_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-ctl.c tests/fuzz/fuzz-core.h
+tests_fuzz_replay_ctl_LDADD = tests/unit/libcoretest.la $(RP_CORE_TEST_LIBS)
+tests_fuzz_replay_sqe_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-sqe.c tests/fuzz/fuzz-core.h
+tests_fuzz_replay_sqe_LDADD = tests/unit/libcoretest.la $(RP_CORE_TEST_LIBS)
+tests_fuzz_mkseeds_core_SOURCES = tests/fuzz/mkseeds-core.c tests/fuzz/fuzz-core.h
+EXTRA_DIST += tests/fuzz/replay-ctl.sh tests/fuzz/replay-sqe.sh tests/fuzz/corpus/ctl \
+	tests/fuzz/corpus/sqe tests/fuzz/README.md tests/fuzz/build-fuzzers.sh
