@@ -1,0 +1,803 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Submission -> operation -> completion, with no daemon: real submission
+ * entries go into a session's shared ring, xfer_run() drains it, and the
+ * completions are read back the way librdmaproxy reads them. Local
+ * transfers are copies (core->vlocal is NULL, as on the tcp transport);
+ * operations on another daemon go to a fake peer layer that keeps them and
+ * ends them later with chosen statuses. Every accepted submission must get
+ * exactly one completion, none may be written for a session that is gone,
+ * and a session is freed once, after its last operation.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../daemon/log.h"
+#include "../../daemon/memguard.h"
+#include "core-harness.h"
+#include "tap.h"
+
+#define PAGE 4096
+#define RLEN (4 * PAGE)
+#define MAX_COOKIES 8192
+
+static struct th t;
+
+/* Every submission's cookie: how many completions it should get (1, or 0 if its session died). */
+static uint8_t expected[MAX_COOKIES], seen[MAX_COOKIES];
+static uint64_t next_cookie;
+static unsigned stray; /* completions with a cookie nobody submitted */
+
+static struct rp_cqe cqs[2048];
+
+static struct rp_sqe sqe(uint16_t opcode, uint32_t region, uint64_t off, uint32_t target,
+			 uint64_t roff, uint64_t len)
+{
+	struct rp_sqe q = {
+		.opcode = opcode,
+		.region = region,
+		.offset = off,
+		.target = target,
+		.remote_offset = roff,
+		.len = len,
+	};
+
+	return q;
+}
+
+/* Submit @q with a fresh cookie: the cookie, or 0 if the ring was full. */
+static uint64_t sub(struct th_session *ts, struct rp_sqe q)
+{
+	q.cookie = ++next_cookie;
+	if (next_cookie >= MAX_COOKIES)
+		abort();
+	if (th_submit(ts, &q) < 0)
+		return 0;
+	expected[q.cookie] = 1;
+	return q.cookie;
+}
+
+/* Take up to @max completions into cqs[], counting them per cookie. */
+static int reap_n(struct th_session *ts, int max)
+{
+	int n = th_reap(ts, cqs, max), i;
+
+	for (i = 0; i < n; i++) {
+		if (cqs[i].op == RP_OP_NOTIFY)
+			continue;
+		if (!cqs[i].cookie || cqs[i].cookie >= MAX_COOKIES || !expected[cqs[i].cookie])
+			stray++;
+		else
+			seen[cqs[i].cookie]++;
+	}
+	return n;
+}
+
+static int reap(struct th_session *ts)
+{
+	return reap_n(ts, (int)(sizeof(cqs) / sizeof(cqs[0])));
+}
+
+/* One submission, run, reaped: how many completions came (want 1), the first in @c. */
+static int one(struct th_session *ts, struct rp_sqe q, struct rp_cqe *c)
+{
+	uint64_t cookie = sub(ts, q);
+	int n;
+
+	th_run(ts);
+	n = reap(ts);
+	memset(c, 0, sizeof(*c));
+	if (n > 0)
+		*c = cqs[0];
+	return n == 1 && c->cookie == cookie ? 1 : -n - 100;
+}
+
+/* The status of @q's one completion (or a value no status has). */
+static int status_of(struct th_session *ts, struct rp_sqe q)
+{
+	struct rp_cqe c;
+
+	if (one(ts, q, &c) != 1)
+		return 1;
+	if (c.status && c.len)
+		return 2; /* a failed op reports no bytes */
+	return c.status;
+}
+
+/* The fixture: A reads and writes B's exports; both have one region. */
+static struct th_session *a, *b;
+static uint32_t ra, rb, h_rw, h_ro, h_wo;
+static unsigned char *pa, *pb;
+
+static void setup(void)
+{
+	a = th_session_new(&t, 1000, 1000);
+	b = th_session_new(&t, 1001, 1001);
+	if (th_hello(a) || th_hello(b) || th_region(a, RLEN, &ra, (void **)&pa) ||
+	    th_region(b, RLEN, &rb, (void **)&pb) ||
+	    th_export(b, rb, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE, "b.rw") ||
+	    th_export(b, rb, RP_ACCESS_REMOTE_READ, "b.ro") ||
+	    th_export(b, rb, RP_ACCESS_REMOTE_WRITE, "b.wo") ||
+	    th_remote_open(a, "", "b.rw", &h_rw) || th_remote_open(a, "", "b.ro", &h_ro) ||
+	    th_remote_open(a, "", "b.wo", &h_wo))
+		abort();
+}
+
+static void fill(unsigned char *p, size_t len, unsigned seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (unsigned char)(seed + i * 7);
+}
+
+static void test_write_read(void)
+{
+	struct rp_cqe c;
+	struct rp_sqe q;
+	unsigned char before[PAGE];
+
+	fill(pa, PAGE, 1);
+	tap_is_int(one(a, sqe(RP_SQE_WRITE, ra, 0, h_rw, 2 * PAGE, PAGE), &c), 1,
+		   "WRITE: one completion");
+	tap_ok(c.op == RP_OP_WRITE && c.status == 0 && c.len == PAGE, "WRITE ok, its length");
+	tap_ok(!memcmp(pb + 2 * PAGE, pa, PAGE), "the bytes are in the exporter's memory");
+
+	fill(pb + 100, 200, 9);
+	tap_is_int(one(a, sqe(RP_SQE_READ, ra, 3 * PAGE, h_rw, 100, 200), &c), 1,
+		   "READ: one completion");
+	tap_ok(c.op == RP_OP_READ && c.status == 0 && c.len == 200, "READ ok, its length");
+	tap_ok(!memcmp(pa + 3 * PAGE, pb + 100, 200), "the bytes are in the reader's memory");
+	tap_is_int(status_of(a, sqe(RP_SQE_READ, ra, 0, h_ro, 0, 64)), 0,
+		   "READ through a read-only export");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, 0, h_wo, 0, 64)), 0,
+		   "WRITE through a write-only export");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, 0, h_rw, 0, 0)), 0, "an empty WRITE");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, RLEN - 1, h_rw, RLEN - 1, 1)), 0,
+		   "the last byte of both regions");
+
+	memcpy(before, pb, PAGE);
+	memset(pa, 0xee, PAGE);
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, 0, h_ro, 0, 64)), -RP_EREMOTEACCESS,
+		   "WRITE through a read-only export");
+	tap_is_int(status_of(a, sqe(RP_SQE_READ, ra, 0, h_wo, 0, 64)), -RP_EREMOTEACCESS,
+		   "READ through a write-only export");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, RLEN, h_rw, 0, 1)), -RP_EBOUNDS,
+		   "a local range past the region");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, UINT64_MAX, h_rw, 0, 2)), -RP_EBOUNDS,
+		   "a local offset that wraps");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, 0, h_rw, RLEN - 1, 2)), -RP_EREMOTEBOUNDS,
+		   "a remote range past the export");
+	tap_is_int(status_of(a, sqe(RP_SQE_READ, ra, 0, h_rw, UINT64_MAX, 2)), -RP_EREMOTEBOUNDS,
+		   "a remote offset that wraps");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, 0, h_rw, 0, 1ull << 32)), -EINVAL,
+		   "a length above 32 bits");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, 0, 0, h_rw, 0, 1)), -RP_EBADHANDLE,
+		   "region id 0");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, 77, 0, h_rw, 0, 1)), -RP_EBADHANDLE,
+		   "an unknown region");
+	tap_is_int(status_of(a, sqe(RP_SQE_READ, ra, 0, 0, 0, 1)), -RP_EBADHANDLE, "handle id 0");
+	tap_is_int(status_of(a, sqe(RP_SQE_READ, ra, 0, 1000, 0, 1)), -RP_EBADHANDLE,
+		   "an unknown handle");
+	q = sqe(RP_SQE_READ, ra, 0, h_rw, 0, 1);
+	q.flags = RP_NOTIFY;
+	tap_is_int(status_of(a, q), -EINVAL, "READ with RP_NOTIFY");
+	q = sqe(RP_SQE_WRITE, ra, 0, h_rw, 0, 1);
+	q.flags = 2;
+	tap_is_int(status_of(a, q), -EINVAL, "WRITE with an unknown flag");
+	tap_ok(!memcmp(before, pb, PAGE), "no refused WRITE changed the exporter's memory");
+	th_unexport(b, rb, "b.wo");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, 0, h_wo, 0, 64)), -RP_EUNEXPORTED,
+		   "WRITE through a handle whose export was withdrawn");
+	tap_ok(!memcmp(before, pb, PAGE), "changed nothing either");
+	tap_is_int(th_remote_close(a, h_wo), 0, "the handle can still be closed");
+}
+
+/* A client may write into its own export, overlapping: memmove semantics. */
+static void test_self(void)
+{
+	unsigned char want[PAGE];
+	uint32_t self = 0;
+
+	th_export(a, ra, RP_ACCESS_REMOTE_WRITE | RP_ACCESS_REMOTE_READ, "a.self");
+	th_remote_open(a, "", "a.self", &self);
+	fill(pa, PAGE, 3);
+	memcpy(want, pa, PAGE);
+	memmove(want + 16, want, 1000);
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, 0, self, 16, 1000)), 0,
+		   "a WRITE into one's own export");
+	tap_ok(!memcmp(pa, want, PAGE), "overlapping ranges move like memmove");
+	th_remote_close(a, self);
+	th_unexport(a, ra, "a.self");
+}
+
+static void test_notify(void)
+{
+	struct rp_sqe q = sqe(RP_SQE_WRITE, ra, 0, h_rw, PAGE, 64);
+	unsigned i, ok = 0, notes = 0;
+	int n;
+
+	reap(b);
+	q.flags = RP_NOTIFY;
+	q.imm = 0xabcd;
+	tap_is_int(status_of(a, q), 0, "WRITE with RP_NOTIFY");
+	n = reap(b);
+	tap_ok(n == 1 && cqs[0].op == RP_OP_NOTIFY && cqs[0].status == 0 && cqs[0].cookie == 0 &&
+		       cqs[0].offset == PAGE && cqs[0].len == 64 && cqs[0].imm == 0xabcd &&
+		       cqs[0].region == rb,
+	       "the exporter gets one NOTIFY: offset, length, imm, its region");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, 0, h_rw, PAGE, 64)), 0, "a WRITE without it");
+	tap_is_int(reap(b), 0, "notifies nobody");
+
+	/* Fill B's completion ring with notifications it does not reap. */
+	q.len = 1;
+	for (i = 0; i < RP_RING_CQ_ENTRIES; i += 128) {
+		unsigned k;
+
+		for (k = 0; k < 128; k++)
+			sub(a, q);
+		th_run(a);
+		n = reap(a);
+		for (k = 0; k < (unsigned)n; k++)
+			ok += cqs[k].status == 0;
+	}
+	tap_is_int(ok, RP_RING_CQ_ENTRIES, "as many notified WRITEs as B's ring has entries");
+	memset(pa + PAGE, 0x77, 1);
+	pb[3 * PAGE] = 0x11;
+	q.offset = PAGE;
+	q.remote_offset = 3 * PAGE;
+	tap_is_int(status_of(a, q), -RP_ENOTIFYSPACE, "one more finds no notification space");
+	tap_is_int(pb[3 * PAGE], 0x11, "and was not done");
+	n = reap(b);
+	for (i = 0; i < (unsigned)n; i++)
+		notes += cqs[i].op == RP_OP_NOTIFY && cqs[i].status == 0;
+	tap_is_int(notes, RP_RING_CQ_ENTRIES, "B reaps all its notifications");
+	tap_is_int(status_of(a, q), 0, "then it is done");
+	tap_ok(reap(b) == 1 && pb[3 * PAGE] == 0x77, "and notified");
+	tap_is_int(b->s.rings.cq_reserved, 0, "no notification slot is left reserved");
+}
+
+static void test_doorbells(void)
+{
+	struct rp_sqe q = sqe(RP_SQE_WRITE, ra, 0, h_rw, 0, 8);
+	uint64_t v = 0;
+
+	tap_is_int(th_run(a), XFER_EMPTY, "an empty ring");
+	tap_ok(!xfer_pending(&a->s), "nothing pending");
+	tap_ok(xfer_arm(&a->s), "arming before sleep finds nothing new");
+	tap_ok(rp_ring_load(&a->ring.v.sq->flags) & RP_RING_NEED_WAKEUP,
+	       "and asks for the submission doorbell");
+	sub(a, q);
+	tap_ok(rp_ring_take_wakeup(a->ring.v.sq, RP_RING_NEED_WAKEUP),
+	       "so the client's next submission rings it");
+	tap_ok(xfer_pending(&a->s), "a submission is seen as pending");
+	rp_ring_arm(a->ring.v.sq, RP_RING_NEED_WAKEUP);
+	tap_ok(!xfer_arm(&a->s), "arming with a submission waiting: run again");
+	tap_ok(!(rp_ring_load(&a->ring.v.sq->flags) & RP_RING_NEED_WAKEUP),
+	       "and no doorbell is asked for");
+	tap_is_int(th_run(a), XFER_EMPTY, "the run takes it");
+	reap(a);
+
+	q.flags = RP_NOTIFY;
+	rp_ring_arm(b->ring.v.cq, RP_RING_NEED_WAKEUP); /* B sleeps on its completions */
+	while (read(b->fds[2], &v, sizeof(v)) > 0) {
+	}
+	tap_is_int(status_of(a, q), 0, "a notified WRITE");
+	v = 0;
+	tap_ok(read(b->fds[2], &v, sizeof(v)) == sizeof(v) && v >= 1,
+	       "rings the sleeping exporter's completion doorbell");
+	tap_ok(!(rp_ring_load(&b->ring.v.cq->flags) & RP_RING_NEED_WAKEUP), "once");
+	reap(b);
+}
+
+/* In a pass of the engine, completions become visible at its end, in order. */
+static void test_batching(void)
+{
+	struct rp_sqe q = sqe(RP_SQE_WRITE, ra, 0, h_rw, 0, 8);
+	uint32_t pa0 = rp_ring_load(&a->ring.v.cq->producer);
+	uint32_t pb0 = rp_ring_load(&b->ring.v.cq->producer);
+	uint64_t ck;
+
+	q.flags = RP_NOTIFY;
+	ck = sub(a, q);
+	t.core->batching = true;
+	tap_is_int(xfer_run(&a->s), XFER_EMPTY, "a notified WRITE in a pass");
+	tap_ok(rp_ring_load(&a->ring.v.cq->producer) == pa0 &&
+		       rp_ring_load(&b->ring.v.cq->producer) == pb0,
+	       "neither completion is visible before the pass ends");
+	tap_ok(t.core->dirty == &b->s && b->s.dirty_next == &a->s && !a->s.dirty_next,
+	       "the exporter's notification is published first");
+	core_publish(t.core);
+	t.core->batching = false;
+	tap_ok(rp_ring_load(&a->ring.v.cq->producer) == pa0 + 1 &&
+		       rp_ring_load(&b->ring.v.cq->producer) == pb0 + 1 && !t.core->dirty &&
+		       !a->s.dirty && !b->s.dirty,
+	       "core_publish() makes both visible");
+	tap_ok(reap(a) == 1 && cqs[0].cookie == ck && reap(b) == 1 && cqs[0].op == RP_OP_NOTIFY,
+	       "each once");
+}
+
+static void test_send_recv(void)
+{
+	uint32_t ep = 0, d = 0, dnone = 0, self_ep = 0, self_d = 0;
+	struct rp_sqe rq = sqe(RP_SQE_POST_RECV, rb, 0, 0, 0, 256), q;
+	uint64_t ck[3];
+	int n;
+
+	th_ep_bind(b, "b.ep", &ep);
+	th_dest_open(a, "", "b.ep", &d);
+	th_dest_open(a, "", "nobody", &dnone);
+	rq.target = ep;
+	tap_is_int(status_of(a, sqe(RP_SQE_SEND, ra, 0, d, 0, 10)), -RP_ENORECV,
+		   "SEND with no receive posted");
+	ck[0] = sub(b, rq);
+	th_run(b);
+	tap_is_int(reap(b), 0, "a posted receive does not complete");
+	tap_is_int(b->s.acct->inflight, 1, "it is in flight");
+	tap_is_int(status_of(a, sqe(RP_SQE_SEND, ra, 0, d, 0, 257)), -RP_ERECVSMALL,
+		   "SEND larger than the posted receive");
+	tap_is_int(reap(b), 0, "the receive is still posted");
+	fill(pa + 1000, 100, 5);
+	tap_is_int(status_of(a, sqe(RP_SQE_SEND, ra, 1000, d, 0, 100)), 0, "SEND");
+	n = reap(b);
+	tap_ok(n == 1 && cqs[0].cookie == ck[0] && cqs[0].op == RP_OP_RECV && cqs[0].status == 0 &&
+		       cqs[0].len == 100 && cqs[0].offset == 0 && cqs[0].region == rb,
+	       "the receiver's RECV: its cookie, length, offset and region");
+	tap_ok(!memcmp(pb, pa + 1000, 100), "the message is in the posted buffer");
+
+	rq.offset = 1024;
+	ck[0] = sub(b, rq);
+	rq.offset = 2048;
+	ck[1] = sub(b, rq);
+	th_run(b);
+	sub(a, sqe(RP_SQE_SEND, ra, 0, d, 0, 11));
+	sub(a, sqe(RP_SQE_SEND, ra, 0, d, 0, 22));
+	th_run(a);
+	tap_ok(reap(a) == 2 && cqs[0].status == 0 && cqs[1].status == 0, "two SENDs");
+	tap_ok(reap(b) == 2 && cqs[0].cookie == ck[0] && cqs[0].len == 11 &&
+		       cqs[0].offset == 1024 && cqs[1].cookie == ck[1] && cqs[1].len == 22 &&
+		       cqs[1].offset == 2048,
+	       "fill the receives in the order they were posted");
+
+	tap_is_int(status_of(a, sqe(RP_SQE_SEND, ra, 0, dnone, 0, 1)), -RP_ENOENDPOINT,
+		   "SEND to an endpoint nobody bound");
+	tap_is_int(status_of(a, sqe(RP_SQE_SEND, ra, 0, 99, 0, 1)), -RP_EBADHANDLE,
+		   "SEND to an unknown destination");
+	tap_is_int(status_of(a, sqe(RP_SQE_SEND, ra, RLEN, d, 0, 1)), -RP_EBOUNDS,
+		   "SEND from past the region");
+	q = sqe(RP_SQE_SEND, ra, 0, d, 0, 1);
+	q.flags = RP_NOTIFY;
+	tap_is_int(status_of(a, q), -EINVAL, "SEND with a flag");
+
+	tap_is_int(status_of(b, sqe(RP_SQE_POST_RECV, rb, 0, 99, 0, 1)), -RP_EBADHANDLE,
+		   "POST_RECV on an unknown endpoint");
+	tap_is_int(status_of(b, sqe(RP_SQE_POST_RECV, 99, 0, ep, 0, 1)), -RP_EBADHANDLE,
+		   "POST_RECV into an unknown region");
+	tap_is_int(status_of(b, sqe(RP_SQE_POST_RECV, rb, RLEN - 1, ep, 0, 2)), -RP_EBOUNDS,
+		   "POST_RECV past the region");
+	tap_is_int(status_of(b, sqe(RP_SQE_POST_RECV, rb, 0, ep, 1, 2)), -EINVAL,
+		   "POST_RECV with a remote offset");
+	q = sqe(RP_SQE_POST_RECV, rb, 0, ep, 0, 2);
+	q.imm = 1;
+	tap_is_int(status_of(b, q), -EINVAL, "POST_RECV with an imm");
+	q.imm = 0;
+	q.flags = 1;
+	tap_is_int(status_of(b, q), -EINVAL, "POST_RECV with a flag");
+	tap_ok(cqs[0].op == RP_OP_RECV, "its completion is a RECV");
+
+	ck[0] = sub(b, rq);
+	ck[1] = sub(b, rq);
+	ck[2] = sub(b, rq);
+	th_run(b);
+	tap_is_int(th_ep_unbind(b, ep), 0, "EP_UNBIND with three receives posted");
+	n = reap(b);
+	tap_ok(n == 3 && cqs[0].cookie == ck[0] && cqs[1].cookie == ck[1] &&
+		       cqs[2].cookie == ck[2] && cqs[0].status == -ECANCELED &&
+		       cqs[1].status == -ECANCELED && cqs[2].status == -ECANCELED &&
+		       cqs[2].op == RP_OP_RECV && cqs[2].len == 0,
+	       "cancels each, in order");
+	tap_is_int(b->s.acct->inflight, 0, "nothing in flight");
+
+	th_ep_bind(a, "a.self", &self_ep);
+	th_dest_open(a, "", "a.self", &self_d);
+	ck[0] = sub(a, sqe(RP_SQE_POST_RECV, ra, 2 * PAGE, self_ep, 0, 64));
+	ck[1] = sub(a, sqe(RP_SQE_SEND, ra, 0, self_d, 0, 64));
+	th_run(a);
+	tap_ok(reap(a) == 2 && cqs[0].cookie == ck[0] && cqs[0].op == RP_OP_RECV &&
+		       cqs[1].cookie == ck[1] && cqs[1].op == RP_OP_SEND && cqs[1].status == 0,
+	       "a SEND to one's own endpoint");
+	th_ep_unbind(a, self_ep);
+}
+
+/* What the peer layer does with a message for a local endpoint. */
+static void test_take(void)
+{
+	uint32_t ep = 0;
+	struct region *r = idtab_get(&b->s.regions, rb);
+	struct op *rop = NULL, *again = NULL;
+	uint64_t ck;
+
+	th_ep_bind(b, "b.rx", &ep);
+	tap_is_int(endpoint_take(t.core, "nope", 1, &rop), -RP_ENOENDPOINT, "take: no endpoint");
+	tap_is_int(endpoint_take(t.core, "b.rx", 1, &rop), -RP_ENORECV, "take: nothing posted");
+	ck = sub(b, sqe(RP_SQE_POST_RECV, rb, 512, ep, 0, 128));
+	th_run(b);
+	tap_is_int(endpoint_take(t.core, "b.rx", 129, &rop), -RP_ERECVSMALL, "take: too small");
+	tap_is_int(endpoint_take(t.core, "b.rx", 64, &rop), 0, "take");
+	tap_ok(rop && recv_addr(rop) == (char *)r->addr + 512, "the receive's buffer");
+	recv_finish(t.core, rop, 64, -EIO);
+	tap_is_int(reap(b), 0, "a message that did not arrive whole completes nothing");
+	tap_ok(endpoint_take(t.core, "b.rx", 64, &again) == 0 && again == rop,
+	       "its receive is first in line again");
+	memcpy(recv_addr(rop), "from afar", 10);
+	recv_finish(t.core, rop, 10, 0);
+	tap_ok(reap(b) == 1 && cqs[0].cookie == ck && cqs[0].status == 0 && cqs[0].len == 10 &&
+		       !memcmp(pb + 512, "from afar", 10),
+	       "one that did completes the receive");
+
+	ck = sub(b, sqe(RP_SQE_POST_RECV, rb, 0, ep, 0, 128));
+	th_run(b);
+	endpoint_take(t.core, "b.rx", 5, &rop);
+	tap_is_int(th_ep_unbind(b, ep), 0, "EP_UNBIND while a message is arriving");
+	tap_is_int(reap(b), 0, "leaves the taken receive alone");
+	recv_finish(t.core, rop, 5, 0);
+	tap_ok(reap(b) == 1 && cqs[0].cookie == ck && cqs[0].status == 0 && cqs[0].len == 5,
+	       "it completes when the message is in");
+
+	th_ep_bind(b, "b.rx", &ep);
+	ck = sub(b, sqe(RP_SQE_POST_RECV, rb, 0, ep, 0, 128));
+	th_run(b);
+	endpoint_take(t.core, "b.rx", 5, &rop);
+	th_ep_unbind(b, ep);
+	recv_finish(t.core, rop, 5, -EIO);
+	tap_ok(reap(b) == 1 && cqs[0].cookie == ck && cqs[0].status == -ECANCELED,
+	       "or is cancelled if it did not arrive");
+}
+
+/* What the peer layer does for a notified WRITE from another daemon. */
+static void test_notify_hold(void)
+{
+	struct export *e = export_find(t.core, "b.rw");
+	struct session *ns = NULL;
+	uint16_t region = 0;
+
+	tap_ok(e && notify_hold(e, &ns, &region) == 0 && ns == &b->s && region == rb,
+	       "notify_hold reserves a slot at the exporter");
+	tap_is_int(b->s.rings.cq_reserved, 1, "one slot");
+	notify_finish(ns, region, 8, 16, 3, 0);
+	tap_ok(reap(b) == 1 && cqs[0].op == RP_OP_NOTIFY && cqs[0].offset == 8 &&
+		       cqs[0].len == 16 && cqs[0].imm == 3 && cqs[0].region == rb,
+	       "notify_finish delivers it");
+	notify_hold(e, &ns, &region);
+	notify_finish(ns, region, 8, 16, 3, -EIO);
+	tap_ok(reap(b) == 0 && b->s.rings.cq_reserved == 0, "or gives the slot back");
+}
+
+static void test_inflight(void)
+{
+	uint32_t ep = 0;
+	struct rp_sqe rq;
+	int i;
+
+	th_ep_bind(b, "b.lim", &ep);
+	rq = sqe(RP_SQE_POST_RECV, rb, 0, ep, 0, 16);
+	t.cfg.max_inflight = 3;
+	for (i = 0; i < 3; i++)
+		sub(b, rq);
+	th_run(b);
+	tap_is_int(b->s.acct->inflight, 3, "max_inflight receives posted");
+	tap_is_int(status_of(b, rq), -RP_ELIMIT_INFLIGHT, "one more is refused");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, 0, h_rw, 0, 1)), 0,
+		   "another uid's operations are not");
+	th_ep_unbind(b, ep);
+	tap_is_int(reap(b), 3, "unbinding cancels them");
+	t.cfg.max_inflight = 4096;
+	tap_is_int(b->s.acct->inflight, 0, "none in flight");
+}
+
+/* A client that does not reap: the daemon stops taking submissions, then resumes. */
+static void test_stall(void)
+{
+	struct rp_sqe q = sqe(RP_SQE_WRITE, ra, 0, h_rw, 0, 4);
+	uint64_t first = next_cookie + 1;
+	unsigned i, k, total = 0, order = 0;
+	uint32_t cons;
+	int r, n;
+
+	for (i = 0; i < RP_RING_CQ_ENTRIES; i += RP_RING_SQ_ENTRIES) {
+		for (k = 0; k < RP_RING_SQ_ENTRIES; k++)
+			sub(a, q);
+		th_run(a);
+	}
+	tap_is_int(rp_ring_load(&a->ring.v.cq->producer) - a->ring.cq_head, RP_RING_CQ_ENTRIES,
+		   "the completion ring is full");
+	for (k = 0; k < 10; k++)
+		sub(a, q);
+	cons = rp_ring_load(&a->ring.v.sq->consumer);
+	tap_is_int(th_run(a), XFER_STALLED, "the daemon stalls");
+	tap_is_int(rp_ring_load(&a->ring.v.sq->consumer), cons, "taking none of the 10 waiting");
+	tap_ok(rp_ring_load(&a->ring.v.sq->flags) & RP_RING_STALLED,
+	       "and says so in the submission ring's flags");
+	tap_is_int(rp_ring_load(&a->ring.v.cq->producer) - a->ring.cq_head, RP_RING_CQ_ENTRIES,
+		   "the producer never passes consumer + entries");
+	n = reap_n(a, 4);
+	for (i = 0; i < (unsigned)n; i++)
+		order += cqs[i].cookie == first + total++;
+	r = th_run(a);
+	tap_ok(r == XFER_STALLED && rp_ring_load(&a->ring.v.sq->consumer) == cons + 4,
+	       "4 reaped: 4 more taken, then it stalls again");
+	while ((n = reap(a)) > 0)
+		for (i = 0; i < (unsigned)n; i++)
+			order += cqs[i].cookie == first + total++;
+	tap_is_int(th_run(a), XFER_EMPTY, "all reaped: it resumes and runs dry");
+	n = reap(a);
+	for (i = 0; i < (unsigned)n; i++)
+		order += cqs[i].cookie == first + total++;
+	tap_is_int(total, RP_RING_CQ_ENTRIES + 10, "every submission completed");
+	tap_is_int(order, total, "in order, each once");
+}
+
+/* A client that corrupts its ring ends its session (-EPROTO); what came before completes. */
+static void test_corrupt(void)
+{
+	static const char *const what[] = {
+		"a producer more than a ring ahead",
+		"a producer behind the consumer",
+		"a completion consumer ahead of the producer",
+		"opcode 0",
+		"an unknown opcode",
+		"padding set in an entry",
+	};
+	struct th_session *c;
+	struct rp_sqe q;
+	uint64_t ck;
+	int i;
+
+	for (i = 0; i < 6; i++) {
+		c = th_session_new(&t, 1003, 1003);
+		th_hello(c);
+		th_region(c, PAGE, NULL, NULL);
+		q = sqe(RP_SQE_POST_RECV, 1, 0, 5, 0, 1); /* no endpoint 5: a plain error */
+		ck = sub(c, q);
+		switch (i) {
+		case 0:
+			rp_ring_store(&c->ring.v.sq->producer,
+				      c->ring.sq_tail + RP_RING_SQ_ENTRIES);
+			break;
+		case 1:
+			rp_ring_store(&c->ring.v.sq->producer, c->ring.sq_tail - 2);
+			break;
+		case 2:
+			rp_ring_store(&c->ring.v.cq->consumer, 5);
+			break;
+		case 3:
+			q.opcode = 0;
+			sub(c, q);
+			break;
+		case 4:
+			q.opcode = RP_SQE_POST_RECV + 1;
+			sub(c, q);
+			break;
+		case 5:
+			q.pad[15] = 1;
+			sub(c, q);
+			break;
+		}
+		tap_is_int(th_run(c), -EPROTO, what[i]);
+		if (i >= 3) {
+			tap_ok(reap(c) == 1 && cqs[0].cookie == ck &&
+				       cqs[0].status == -RP_EBADHANDLE,
+			       "the entry before it completed");
+			expected[next_cookie] = 0; /* the bad one gets none */
+		} else {
+			expected[ck] = 0;
+		}
+		th_session_close(c);
+	}
+}
+
+static uint32_t open_far(struct th_session *ts, const char *name, uint64_t inc, uint64_t id)
+{
+	struct remote info;
+	uint32_t h = 0;
+
+	memset(&info, 0, sizeof(info));
+	snprintf(info.peer, sizeof(info.peer), TH_PEER);
+	info.inc = inc;
+	info.id = id;
+	info.len = 1 << 16;
+	info.access = RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE;
+	if (th_remote_open(ts, TH_PEER, name, NULL) != 1)
+		abort();
+	th_open_answer(&t, t.n_opens - 1, 0, &info);
+	if (th_reply(ts)->status)
+		abort();
+	h = ((const struct rp_remote_reply *)th_reply_body(ts))->id;
+	return h;
+}
+
+/* Operations on another daemon, against the fake peer layer. */
+static void test_peer_ops(void)
+{
+	static const int statuses[5] = {0, -RP_EREMOTEACCESS, -RP_EOUTCOME, -RP_EPEERDOWN,
+					-ECANCELED};
+	uint32_t hr = open_far(a, "far", 7, 42), d = 0;
+	struct rp_sqe q = sqe(RP_SQE_WRITE, ra, 0, hr, 100, 512);
+	unsigned submits = t.n_submits, i, ok = 0;
+	uint64_t ck[5];
+
+	ck[0] = sub(a, q);
+	th_run(a);
+	tap_ok(reap(a) == 0 && t.n_ops == 1 && t.ops[0].op->q.cookie == ck[0],
+	       "a WRITE to a remote handle goes to the peer layer");
+	tap_ok(t.ops[0].op->e->remote && t.ops[0].op->region->id == ra && a->s.acct->inflight == 1,
+	       "with its handle and region, in flight");
+	th_op_end(&t, 0, 0);
+	tap_ok(reap(a) == 1 && cqs[0].cookie == ck[0] && cqs[0].status == 0 && cqs[0].len == 512 &&
+		       cqs[0].op == RP_OP_WRITE,
+	       "its end is its one completion");
+
+	for (i = 0; i < 5; i++) {
+		q.opcode = i % 2 ? RP_SQE_READ : RP_SQE_WRITE;
+		q.flags = i == 2 ? RP_NOTIFY : 0;
+		ck[i] = sub(a, q);
+	}
+	th_run(a);
+	tap_ok(reap(a) == 0 && t.n_ops == 5, "five taken");
+	for (i = 5; i-- > 0;)
+		th_op_end(&t, i, statuses[i]);
+	tap_is_int(reap(a), 5, "ended in reverse order: five completions");
+	for (i = 0; i < 5; i++)
+		ok += cqs[4 - i].cookie == ck[i] && cqs[4 - i].status == statuses[i] &&
+		      cqs[4 - i].op == (i % 2 ? RP_OP_READ : RP_OP_WRITE);
+	tap_is_int(ok, 5, "each with the status it ended with");
+
+	submits = t.n_submits;
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, RLEN, hr, 0, 1)), -RP_EBOUNDS,
+		   "local bounds are checked here");
+	tap_is_int(t.n_submits, submits, "before the peer layer sees it");
+	t.submit_status = -RP_EPEERDOWN;
+	tap_is_int(status_of(a, q), -RP_EPEERDOWN, "a peer layer that refuses: completed at once");
+	t.submit_status = 0;
+	remotes_revoke(t.core, TH_PEER, 7, 42);
+	tap_is_int(status_of(a, q), -RP_EUNEXPORTED, "after a withdrawal: -RP_EUNEXPORTED");
+
+	th_dest_open(a, TH_PEER, "far.ep", &d);
+	ck[0] = sub(a, sqe(RP_SQE_SEND, ra, 0, d, 0, 300));
+	th_run(a);
+	tap_ok(t.n_ops == 1 && t.ops[0].send && !strcmp(t.ops[0].endpoint, "far.ep"),
+	       "a SEND to a remote destination goes to the peer layer");
+	th_op_end(&t, 0, 0);
+	tap_ok(reap(a) == 1 && cqs[0].cookie == ck[0] && cqs[0].op == RP_OP_SEND &&
+		       cqs[0].len == 300,
+	       "and completes when it ends");
+	tap_is_int(a->s.acct->inflight, 0, "nothing in flight");
+	th_remote_close(a, hr);
+}
+
+static bool has_acct(uid_t uid)
+{
+	struct uid_acct *ac;
+
+	for (ac = t.core->accts; ac; ac = ac->next)
+		if (ac->uid == uid)
+			return true;
+	return false;
+}
+
+static unsigned n_remotes(void)
+{
+	struct remote *rm;
+	unsigned n = 0;
+
+	for (rm = t.core->remotes; rm; rm = rm->next)
+		n++;
+	return n;
+}
+
+/* A session that goes while the peer layer holds its operations and a lookup. */
+static void test_teardown(void)
+{
+	struct th_session *c = th_session_new(&t, 1002, 1002), *x = th_session_new(&t, 1004, 1004);
+	uint32_t rc = 0, hr, d = 0, ep = 0, rx = 0;
+	unsigned freed = t.n_freed, replies, remotes, i, n_ops = t.n_ops;
+	struct session *ns = NULL;
+	uint32_t prod;
+	uint16_t region;
+	uint64_t ck[4];
+	struct th_ring ring;
+
+	th_hello(c);
+	th_hello(x);
+	th_region(c, RLEN, &rc, NULL);
+	hr = open_far(c, "far", 1, 1);
+	th_dest_open(c, TH_PEER, "far.ep", &d);
+	th_ep_bind(c, "c.ep", &ep);
+	ck[0] = sub(c, sqe(RP_SQE_WRITE, rc, 0, hr, 0, 64));
+	ck[1] = sub(c, sqe(RP_SQE_READ, rc, 0, hr, 0, 64));
+	ck[2] = sub(c, sqe(RP_SQE_SEND, rc, 0, d, 0, 64));
+	ck[3] = sub(c, sqe(RP_SQE_POST_RECV, rc, 0, ep, 0, 64));
+	th_run(c);
+	th_remote_open(c, TH_PEER, "late", NULL);
+	tap_ok(t.n_ops == n_ops + 3 && t.n_opens == 1 && c->s.acct->inflight == 4,
+	       "three ops and a lookup held by the peer layer, a receive posted");
+
+	/* X exports; a peer's notified WRITE into it is under way. */
+	th_region(x, PAGE, &rx, NULL);
+	th_export(x, rx, RP_ACCESS_REMOTE_WRITE, "x.exp");
+	notify_hold(export_find(t.core, "x.exp"), &ns, &region);
+
+	ring = c->ring; /* the client's mapping stays until the session is freed */
+	prod = rp_ring_load(&ring.v.cq->producer);
+	replies = c->n_replies;
+	th_session_close(c);
+	th_session_close(x);
+	tap_is_int(t.n_freed, freed, "closed sessions still referred to are not freed");
+	tap_is_int(rp_ring_load(&ring.v.cq->producer), prod,
+		   "the cancelled receive wrote no completion");
+	th_op_end(&t, t.n_ops - 1, 0);
+	th_op_end(&t, t.n_ops - 1, -RP_EOUTCOME);
+	tap_is_int(rp_ring_load(&ring.v.cq->producer), prod, "nor did two ended ops");
+	tap_is_int(t.n_freed, freed, "one op still holds the session");
+	remotes = n_remotes();
+	th_open_answer(&t, 0, 0, &(struct remote){.peer = TH_PEER, .inc = 1, .id = 2});
+	tap_ok(c->n_replies == replies && t.dead_sends == 0 && n_remotes() == remotes,
+	       "a lookup answered late sends nothing and keeps no handle");
+	tap_is_int(t.n_freed, freed, "still held");
+	notify_finish(ns, region, 0, 8, 0, 0);
+	tap_is_int(t.n_freed, freed + 1, "the exporter is freed when the notification is done");
+	th_op_end(&t, t.n_ops - 1, 0);
+	tap_is_int(t.n_freed, freed + 2, "the last op's end frees the session");
+	for (i = 0; i < 4; i++)
+		expected[ck[i]] = 0;
+	th_ops_end_all(&t, 0);
+	tap_is_int(t.n_freed, freed + 2, "exactly once");
+	tap_ok(!has_acct(1002) && !has_acct(1004), "their uids have no account left");
+}
+
+int main(void)
+{
+	unsigned i, missing = 0, dup = 0, extra = 0;
+
+	log_set_level(LOG_ERR);
+	if (th_init(&t) < 0 || memguard_init() < 0)
+		return 99;
+	setup();
+	test_write_read();
+	test_self();
+	test_notify();
+	test_doorbells();
+	test_batching();
+	test_send_recv();
+	test_take();
+	test_notify_hold();
+	test_inflight();
+	test_stall();
+	test_corrupt();
+	test_peer_ops();
+	test_teardown();
+
+	for (i = 1; i <= next_cookie; i++) {
+		missing += expected[i] && !seen[i];
+		dup += seen[i] > 1;
+		extra += !expected[i] && seen[i];
+	}
+	tap_ok(next_cookie > 2000 && !missing && !dup && !extra && !stray,
+	       "every accepted submission got exactly one completion (%u missing, %u twice, "
+	       "%u unexpected, %u stray of %llu)",
+	       missing, dup, extra, stray, (unsigned long long)next_cookie);
+	th_session_close(a);
+	th_session_close(b);
+	tap_is_int(t.dead_sends, 0, "no reply offered for a dead session");
+	tap_is_int(t.n_freed, t.core->next_id - 1, "every session freed once");
+	tap_ok(t.core->sessions == NULL && t.core->accts == NULL && t.core->exports == NULL &&
+		       t.core->endpoints == NULL && t.core->remotes == NULL &&
+		       t.core->n_regions == 0 && t.n_ops == 0,
+	       "nothing is left");
+	th_fini(&t);
+	tap_plan_done();
+	return tap_exit();
+}
