@@ -277,7 +277,11 @@ bool region_range_ok(const struct region *r, uint64_t off, uint64_t len);
 
 /* ---- exports.c ---- */
 
-/* A published region, or (with ->remote) a handle to another daemon's export. */
+/*
+ * A published region, or (with ->remote) a handle to another daemon's export.
+ * clang-format 14 reads "export" as the C++20 keyword and would mangle this.
+ */
+/* clang-format off */
 struct export {
 	struct export *next;
 	struct core *core;
@@ -297,6 +301,7 @@ struct export {
 	struct remote *remote;
 	char name[RP_NAME_MAX];
 };
+/* clang-format on */
 
 enum export_removed {
 	EXPORT_REMOVED,	 /* withdrawn: answer the UNEXPORT now */
