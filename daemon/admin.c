@@ -60,7 +60,7 @@ static int reply_text(struct session *s, const struct rp_hdr *h, int status, con
 	__attribute__((format(printf, 4, 5)));
 static int reply_text(struct session *s, const struct rp_hdr *h, int status, const char *fmt, ...)
 {
-	struct rp_admin_text t = {0};
+	struct rp_admin_text t = { 0 };
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -339,7 +339,7 @@ static int handle_metrics(struct admin_ctx *ctx, struct session *s, const struct
 static void ping_done(void *ctx, int status, uint64_t rtt_us)
 {
 	struct admin_session *a = ctx;
-	struct rp_admin_ping_reply rep = {.seq = a->ping_seq, .rtt_us = rtt_us};
+	struct rp_admin_ping_reply rep = { .seq = a->ping_seq, .rtt_us = rtt_us };
 
 	a->ping_pending = false;
 	if (status < 0)
@@ -352,7 +352,7 @@ static void ping_done(void *ctx, int status, uint64_t rtt_us)
 static int handle_ping(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
 		       const struct rp_admin_ping_req *req)
 {
-	struct rp_admin_ping_reply rep = {.seq = req->seq};
+	struct rp_admin_ping_reply rep = { .seq = req->seq };
 	struct admin_session *a = session_admin(ctx, s);
 	int r;
 
@@ -399,7 +399,8 @@ static bool is_admin(const struct admin_ctx *ctx, const struct session *s)
 }
 
 /* State-changing requests are for root or the admin group; a refusal says why. */
-static int refuse(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h, const char *what)
+static int refuse(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
+		  const char *what)
 {
 	const struct config *cfg = ctx->cfg;
 	char g[64];
@@ -419,7 +420,7 @@ static int refuse(struct admin_ctx *ctx, struct session *s, const struct rp_hdr 
 
 static int handle_reload(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h)
 {
-	struct rp_admin_text t = {0};
+	struct rp_admin_text t = { 0 };
 	unsigned restart = 0;
 	int r;
 
@@ -464,7 +465,8 @@ static int handle_status(struct admin_ctx *ctx, struct session *s, const struct 
 	return session_reply(s, h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
-int admin_dispatch(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h, const void *body)
+int admin_dispatch(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
+		   const void *body)
 {
 	const struct rp_admin_page_req *pr = body;
 

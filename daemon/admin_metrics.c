@@ -131,10 +131,10 @@ static void per_user(struct text *t, const struct admin_ctx *ctx)
 	static const struct {
 		const char *name, *help;
 	} fams[] = {
-		{"rdmaproxy_user_connections", "Client connections per uid."},
-		{"rdmaproxy_user_regions", "Registered regions per uid."},
-		{"rdmaproxy_user_registered_bytes", "Registered bytes per uid."},
-		{"rdmaproxy_user_inflight_operations", "Operations in flight per uid."},
+		{ "rdmaproxy_user_connections", "Client connections per uid." },
+		{ "rdmaproxy_user_regions", "Registered regions per uid." },
+		{ "rdmaproxy_user_registered_bytes", "Registered bytes per uid." },
+		{ "rdmaproxy_user_inflight_operations", "Operations in flight per uid." },
 	};
 	const struct uid_acct *a, *first = ctx->core ? ctx->core->accts : NULL;
 	size_t i;
@@ -376,7 +376,7 @@ static void guards(struct text *t, const struct admin_ctx *ctx)
 
 int admin_metrics_text(struct admin_ctx *ctx, char **ret, size_t *ret_len)
 {
-	struct text t = {.size = 16384};
+	struct text t = { .size = 16384 };
 
 	t.buf = malloc(t.size);
 	if (!t.buf)

@@ -51,7 +51,7 @@ struct conn {
 	bool closing;
 	unsigned open_handles;
 	struct engine_ent ent; /* the engine polls its ring while it is busy */
-	uint64_t accepted_at; /* uv_hrtime() at accept, for the HELLO deadline */
+	uint64_t accepted_at;  /* uv_hrtime() at accept, for the HELLO deadline */
 };
 
 /* The glue's state: the core it drives and the engine that runs its data path. */

@@ -23,11 +23,11 @@ struct vlocal;
 struct clients_env {
 	uv_loop_t *loop;
 	const struct config *cfg;
-	struct admin_ctx *admin;   /* admin requests go there (admin.h) */
-	struct rdev *rdev;	   /* NULL on tcp: the engine polls its CQ */
-	struct vlocal *vlocal;	   /* NULL on tcp */
-	struct evloop *ev;	   /* its "soon" work runs at the end of each engine pass */
-	uint16_t wire_transport;   /* enum rp_wire_transport */
+	struct admin_ctx *admin; /* admin requests go there (admin.h) */
+	struct rdev *rdev;	 /* NULL on tcp: the engine polls its CQ */
+	struct vlocal *vlocal;	 /* NULL on tcp */
+	struct evloop *ev;	 /* its "soon" work runs at the end of each engine pass */
+	uint16_t wire_transport; /* enum rp_wire_transport */
 };
 
 int clients_new(const struct clients_env *env, struct clients **ret);

@@ -59,7 +59,7 @@ struct key_def {
 	const char *name;
 	int (*set)(struct parser *p, const struct key_def *k, const char *value);
 	uint32_t min, max; /* for set_u32 */
-	size_t offset; /* of the uint32_t field in struct config, for set_u32 */
+	size_t offset;	   /* of the uint32_t field in struct config, for set_u32 */
 };
 
 #define KEYS_MAX 16
@@ -67,13 +67,13 @@ struct key_def {
 struct parser {
 	struct config *cfg;
 	const char *name; /* FILE in messages */
-	char *dir; /* where relative key_file paths start */
+	char *dir;	  /* where relative key_file paths start */
 	const char *text;
 	const char *pos; /* start of the next line */
 	unsigned line;
 	enum section sect;
 	unsigned sect_line[SECT_PEER]; /* header lines of [daemon], [verbs], [limits], [peers] */
-	unsigned seen[KEYS_MAX]; /* line where each key of this section was set */
+	unsigned seen[KEYS_MAX];       /* line where each key of this section was set */
 	char *err;
 	size_t errlen;
 	int error; /* the first error, or 0 */
@@ -525,8 +525,8 @@ static int set_log_level(struct parser *p, const struct key_def *k, const char *
 		const char *name;
 		int level;
 	} levels[] = {
-		{"err", LOG_ERR},   {"warning", LOG_WARNING}, {"notice", LOG_NOTICE},
-		{"info", LOG_INFO}, {"debug", LOG_DEBUG},
+		{ "err", LOG_ERR },   { "warning", LOG_WARNING }, { "notice", LOG_NOTICE },
+		{ "info", LOG_INFO }, { "debug", LOG_DEBUG },
 	};
 	size_t i;
 
@@ -768,35 +768,35 @@ static int set_peer_key_file(struct parser *p, const struct key_def *k, const ch
 	}
 
 static const struct key_def daemon_keys[] = {
-	{.name = "node_name", .set = set_node_name},
-	{.name = "socket", .set = set_socket},
-	{.name = "socket_mode", .set = set_socket_mode},
-	{.name = "socket_group", .set = set_socket_group},
-	{.name = "transport", .set = set_daemon_transport},
-	{.name = "listen", .set = set_listen},
-	{.name = "log_level", .set = set_log_level},
-	{.name = "allowed_users", .set = set_allowed_users},
-	{.name = "allowed_groups", .set = set_allowed_groups},
-	{.name = "admin_group", .set = set_admin_group},
-	{0},
+	{ .name = "node_name", .set = set_node_name },
+	{ .name = "socket", .set = set_socket },
+	{ .name = "socket_mode", .set = set_socket_mode },
+	{ .name = "socket_group", .set = set_socket_group },
+	{ .name = "transport", .set = set_daemon_transport },
+	{ .name = "listen", .set = set_listen },
+	{ .name = "log_level", .set = set_log_level },
+	{ .name = "allowed_users", .set = set_allowed_users },
+	{ .name = "allowed_groups", .set = set_allowed_groups },
+	{ .name = "admin_group", .set = set_admin_group },
+	{ 0 },
 };
 
 static const struct key_def verbs_keys[] = {
-	{.name = "device", .set = set_device},
-	{.name = "port", .set = set_port},
-	{.name = "gid_index", .set = set_gid_index},
+	{ .name = "device", .set = set_device },
+	{ .name = "port", .set = set_port },
+	{ .name = "gid_index", .set = set_gid_index },
 	U32_KEY("cq_depth", cq_depth, 16, 1048576),
 	U32_KEY("send_queue_depth", sq_depth, 1, 32768),
 	U32_KEY("recv_queue_depth", rq_depth, 1, 32768),
-	{0},
+	{ 0 },
 };
 
 static const struct key_def limits_keys[] = {
-	{.name = "max_registered_bytes", .set = set_max_registered_bytes},
+	{ .name = "max_registered_bytes", .set = set_max_registered_bytes },
 	U32_KEY("max_regions", max_regions, 1, UINT32_MAX),
 	U32_KEY("max_inflight", max_inflight, 1, 1048576),
 	U32_KEY("max_connections", max_connections, 1, UINT32_MAX),
-	{0},
+	{ 0 },
 };
 
 static const struct key_def peers_keys[] = {
@@ -804,14 +804,14 @@ static const struct key_def peers_keys[] = {
 	U32_KEY("max_unauthenticated_per_address", max_unauthenticated_per_address, 1, 1048576),
 	U32_KEY("max_failed_handshakes", max_failed_handshakes, 0, 1048576),
 	U32_KEY("refusal_seconds", refusal_seconds, 1, 86400),
-	{0},
+	{ 0 },
 };
 
 static const struct key_def peer_keys[] = {
-	{.name = "address", .set = set_peer_address},
-	{.name = "transport", .set = set_peer_transport},
-	{.name = "key_file", .set = set_peer_key_file},
-	{0},
+	{ .name = "address", .set = set_peer_address },
+	{ .name = "transport", .set = set_peer_transport },
+	{ .name = "key_file", .set = set_peer_key_file },
+	{ 0 },
 };
 
 #define KEY_COUNT(t) (sizeof(t) / sizeof((t)[0]) - 1)
@@ -1147,11 +1147,11 @@ static int parse_text(struct parser *p)
 int config_load_string(const char *name, const char *text, struct config **ret, char *err,
 		       size_t errlen)
 {
-	struct parser p = {.name = name ? name : "<string>",
-			   .text = text,
-			   .pos = text,
-			   .err = err,
-			   .errlen = errlen};
+	struct parser p = { .name = name ? name : "<string>",
+			    .text = text,
+			    .pos = text,
+			    .err = err,
+			    .errlen = errlen };
 	int r;
 
 	if (err && errlen)
@@ -1247,7 +1247,7 @@ static int read_file(struct parser *p, char **ret)
 
 int config_load(const char *path, struct config **ret, char *err, size_t errlen)
 {
-	struct parser p = {.name = path ? path : "<null>", .err = err, .errlen = errlen};
+	struct parser p = { .name = path ? path : "<null>", .err = err, .errlen = errlen };
 	char *text = NULL;
 	int r;
 

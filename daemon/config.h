@@ -25,14 +25,14 @@ enum rp_transport_kind {
 };
 
 struct peer_conf {
-	char *name;		/* from [peer "NAME"] */
-	char *host;		/* address = HOST:PORT (HOST may be [v6]) */
+	char *name; /* from [peer "NAME"] */
+	char *host; /* address = HOST:PORT (HOST may be [v6]) */
 	uint16_t port;
 	enum rp_transport_kind transport; /* AUTO means "as [daemon] transport" */
 	char *key_file;
 	uint8_t key[RP_PEER_KEY_MAX]; /* the file's bytes, trailing newline trimmed */
 	size_t key_len;
-	unsigned line;		/* line of the section header, for messages */
+	unsigned line; /* line of the section header, for messages */
 };
 
 struct config {
@@ -44,24 +44,24 @@ struct config {
 	bool socket_path_set;	/* true when the file named a socket explicitly */
 	mode_t socket_mode;	/* default 0666 */
 	gid_t socket_group;	/* (gid_t)-1: leave as created */
-	bool socket_access_set;	/* the file named socket_mode or socket_group */
+	bool socket_access_set; /* the file named socket_mode or socket_group */
 	enum rp_transport_kind transport;
-	char *listen_host;	/* default "0.0.0.0" */
-	uint16_t listen_port;	/* default RP_DEFAULT_PEER_PORT; 0 disables the listener */
-	int log_level;		/* syslog priority, default LOG_INFO */
-	uid_t *allowed_uids;	/* empty lists together mean "every local user" */
+	char *listen_host;    /* default "0.0.0.0" */
+	uint16_t listen_port; /* default RP_DEFAULT_PEER_PORT; 0 disables the listener */
+	int log_level;	      /* syslog priority, default LOG_INFO */
+	uid_t *allowed_uids;  /* empty lists together mean "every local user" */
 	size_t n_allowed_uids;
 	gid_t *allowed_gids;
 	size_t n_allowed_gids;
-	gid_t admin_gid;	/* (gid_t)-1: only root is admin */
+	gid_t admin_gid; /* (gid_t)-1: only root is admin */
 
 	/* [verbs] */
-	char *device;		/* NULL: first device with an active port */
-	unsigned port_num;	/* 0: first active port */
-	int gid_index;		/* -1: chosen by rdma_cm from the address */
-	uint32_t cq_depth;	/* default 4096 */
-	uint32_t sq_depth;	/* default 512 */
-	uint32_t rq_depth;	/* default 512 */
+	char *device;	   /* NULL: first device with an active port */
+	unsigned port_num; /* 0: first active port */
+	int gid_index;	   /* -1: chosen by rdma_cm from the address */
+	uint32_t cq_depth; /* default 4096 */
+	uint32_t sq_depth; /* default 512 */
+	uint32_t rq_depth; /* default 512 */
 
 	/* [limits], all per uid */
 	uint64_t max_registered_bytes; /* default 4 GiB */

@@ -131,9 +131,9 @@ struct session {
 	struct ucred cred;
 	char comm[16];
 	uint32_t id;
-	uint16_t version; /* 0 until HELLO succeeded */
-	bool dead;	  /* hung up or misbehaved: stop touching its rings */
-	bool detached;	  /* the glue is done with it; freed when ops_pending drops to 0 */
+	uint16_t version;     /* 0 until HELLO succeeded */
+	bool dead;	      /* hung up or misbehaved: stop touching its rings */
+	bool detached;	      /* the glue is done with it; freed when ops_pending drops to 0 */
 	unsigned ops_pending; /* operations, lookups and replies that still refer to it */
 	struct uid_acct *acct;
 	struct rings rings;
@@ -160,16 +160,16 @@ struct remote {
 
 /* A SEND destination, resolved once at DEST_OPEN. */
 struct dest {
-	bool remote;		    /* on another daemon (@peer) */
-	char peer[RP_NAME_MAX];	    /* "" when local */
+	bool remote;		/* on another daemon (@peer) */
+	char peer[RP_NAME_MAX]; /* "" when local */
 	char endpoint[RP_NAME_MAX];
 };
 
 /* The core: everything the clients of this daemon own, and what it runs with. */
 struct core {
-	const struct config *cfg;	 /* the running config (a reload swaps it) */
-	struct vlocal *vlocal;		 /* loopback QP (verbs transport), else NULL */
-	uint16_t wire_transport;	 /* enum rp_wire_transport, for HELLO */
+	const struct config *cfg; /* the running config (a reload swaps it) */
+	struct vlocal *vlocal;	  /* loopback QP (verbs transport), else NULL */
+	uint16_t wire_transport;  /* enum rp_wire_transport, for HELLO */
 	const struct core_glue_ops *glue;
 	const struct core_peer_ops *peer_ops; /* NULL until the peer layer exists */
 	void *peers;
@@ -261,7 +261,7 @@ struct region_job {
 	int fd;
 	uint64_t len;
 	struct vlocal *vlocal;
-	void *addr;	/* results of the work */
+	void *addr; /* results of the work */
 	struct vmr *mr;
 	int status;
 };
@@ -338,18 +338,18 @@ void remotes_revoke(struct core *c, const char *peer, uint64_t inc, uint64_t id)
 
 /* One client operation, from its submission entry to its one completion. */
 struct op {
-	struct op *next;	/* free list; an endpoint's queue (posted receives) */
-	struct session *s;	/* initiator, held */
-	struct uid_acct *acct;	/* held; the op counts in ->inflight */
-	struct region *region;	/* local region, referenced (NULL only if refused early) */
-	struct export *e;	/* WRITE/READ: target export or remote handle, referenced and pinned */
-	struct dest *dest;	/* SEND: destination; valid until the op is submitted */
-	struct endpoint *ep;	/* POST_RECV: the endpoint it was posted on */
-	struct session *t;	/* notify target holding a reserved slot, held; or NULL */
-	uint16_t t_region;	/* the notified region's id */
-	bool on_stack;		/* op_fail()'s: not from the pool */
-	uint32_t recv_len;	/* POST_RECV: bytes the message brought */
-	struct rp_sqe q;	/* the submission, copied out of the ring */
+	struct op *next;       /* free list; an endpoint's queue (posted receives) */
+	struct session *s;     /* initiator, held */
+	struct uid_acct *acct; /* held; the op counts in ->inflight */
+	struct region *region; /* local region, referenced (NULL only if refused early) */
+	struct export *e;    /* WRITE/READ: target export or remote handle, referenced and pinned */
+	struct dest *dest;   /* SEND: destination; valid until the op is submitted */
+	struct endpoint *ep; /* POST_RECV: the endpoint it was posted on */
+	struct session *t;   /* notify target holding a reserved slot, held; or NULL */
+	uint16_t t_region;   /* the notified region's id */
+	bool on_stack;	     /* op_fail()'s: not from the pool */
+	uint32_t recv_len;   /* POST_RECV: bytes the message brought */
+	struct rp_sqe q;     /* the submission, copied out of the ring */
 };
 
 /* An operation's outcome beyond its status: what the caller must do next. */
@@ -395,8 +395,8 @@ struct endpoint {
 	struct endpoint *next; /* in the core's name table */
 	struct session *s;
 	uint32_t id;
-	bool unbound;	/* kept only until its taken receives come back */
-	unsigned taken; /* receives taken by messages still arriving */
+	bool unbound;		/* kept only until its taken receives come back */
+	unsigned taken;		/* receives taken by messages still arriving */
 	struct op *head, *tail; /* posted receives, in order */
 	char name[RP_NAME_MAX];
 };

@@ -57,10 +57,10 @@ struct engine {
 	struct engine_ent *hot; /* sessions whose rings are polled */
 	bool running;
 	bool asleep;
-	uint64_t now;	    /* the clock as last read */
-	uint64_t last_cq;   /* last completion seen on the CQ */
-	uint64_t slept_at;  /* when it last went to sleep */
-	uint64_t spin_ns;   /* current idle spin */
+	uint64_t now;	   /* the clock as last read */
+	uint64_t last_cq;  /* last completion seen on the CQ */
+	uint64_t slept_at; /* when it last went to sleep */
+	uint64_t spin_ns;  /* current idle spin */
 	struct engine_stats st;
 };
 

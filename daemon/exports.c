@@ -227,8 +227,7 @@ void export_remove_region(struct core *c, struct region *r)
 			pp = &(*pp)->next;
 }
 
-void remote_opened(struct session *s, const struct rp_hdr *h, int status,
-		   const struct remote *info)
+void remote_opened(struct session *s, const struct rp_hdr *h, int status, const struct remote *info)
 {
 	struct core *c = s->core;
 	struct rp_remote_reply rep = { 0 };
@@ -240,8 +239,8 @@ void remote_opened(struct session *s, const struct rp_hdr *h, int status,
 	if (status == 0) {
 		e = calloc(1, sizeof(*e));
 		rm = calloc(1, sizeof(*rm));
-		status = e && rm ? idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id)
-				 : -ENOMEM;
+		status =
+			e && rm ? idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id) : -ENOMEM;
 	}
 	if (status == 0) {
 		*rm = *info;

@@ -149,7 +149,8 @@ static int from_systemd(struct listener *l, char *why, size_t whylen)
 			continue;
 		l->fd = fd;
 		l->activated = true;
-		if (getsockname(fd, (struct sockaddr *)&sa, &salen) == 0 && salen > sizeof(sa_family_t))
+		if (getsockname(fd, (struct sockaddr *)&sa, &salen) == 0 &&
+		    salen > sizeof(sa_family_t))
 			snprintf(l->path, sizeof(l->path), "%s", sa.sun_path);
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 		fcntl(fd, F_SETFD, FD_CLOEXEC);

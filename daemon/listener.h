@@ -13,9 +13,9 @@ struct config;
 
 struct listener {
 	int fd;
-	bool activated;	  /* came from sd_listen_fds: never unlink it */
-	bool fell_back;	  /* the default path was unusable; using $XDG_RUNTIME_DIR */
-	char path[108];	  /* the bound path (or the activated socket's path) */
+	bool activated; /* came from sd_listen_fds: never unlink it */
+	bool fell_back; /* the default path was unusable; using $XDG_RUNTIME_DIR */
+	char path[108]; /* the bound path (or the activated socket's path) */
 };
 
 /*

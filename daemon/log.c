@@ -121,8 +121,8 @@ struct rl_key {
 	char key[RL_KEY_LEN]; /* "" : a free slot */
 	struct rl_bucket b;
 	unsigned suppressed;
-	int level;	  /* the most important level among the suppressed */
-	uint64_t used;	  /* order of last use: the least recently used key makes room */
+	int level;     /* the most important level among the suppressed */
+	uint64_t used; /* order of last use: the least recently used key makes room */
 };
 
 static struct rl_key rl_keys[RL_KEYS];

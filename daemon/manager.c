@@ -520,9 +520,10 @@ static int open_all(struct manager *m)
 	if (listener_access_differs(m->cfg, &m->listener, why, sizeof(why)))
 		log_warn("%s", why);
 	if (m->listener.fell_back)
-		log_notice("the default socket directory is not writable by this user; listening on "
-			   "%s instead (set RDMAPROXY_SOCKET=%s for clients)",
-			   m->listener.path, m->listener.path);
+		log_notice(
+			"the default socket directory is not writable by this user; listening on "
+			"%s instead (set RDMAPROXY_SOCKET=%s for clients)",
+			m->listener.path, m->listener.path);
 	r = evloop_uv_new(&m->lp->loop, &m->lp->ev);
 	if (r < 0)
 		return r;

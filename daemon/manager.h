@@ -36,7 +36,7 @@ struct manager {
 	time_t started;
 
 	struct listener listener;
-	struct mloop *lp; /* the loop and the manager's own handles */
+	struct mloop *lp;      /* the loop and the manager's own handles */
 	char status_sent[256]; /* the STATUS= line systemd has */
 	uint64_t watchdog_usec;
 

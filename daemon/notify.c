@@ -25,7 +25,8 @@ void notify_reloading(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
-		   (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000);
+		   (unsigned long long)ts.tv_sec * 1000000ULL +
+			   (unsigned long long)ts.tv_nsec / 1000);
 }
 
 void notify_stopping(void)

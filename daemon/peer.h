@@ -34,11 +34,11 @@ struct peers;
 struct transport;
 
 enum peer_state {
-	PEER_DOWN = 0,	   /* not dialled (removed, shutting down, no transport) */
-	PEER_CONNECTING,   /* transport connect in progress */
-	PEER_HANDSHAKING,  /* connected, authenticating */
-	PEER_UP,	   /* authenticated: lookups and data flow */
-	PEER_BACKOFF,	   /* waiting before the next attempt */
+	PEER_DOWN = 0,	  /* not dialled (removed, shutting down, no transport) */
+	PEER_CONNECTING,  /* transport connect in progress */
+	PEER_HANDSHAKING, /* connected, authenticating */
+	PEER_UP,	  /* authenticated: lookups and data flow */
+	PEER_BACKOFF,	  /* waiting before the next attempt */
 };
 
 const char *peer_state_name(enum peer_state s);
@@ -50,11 +50,11 @@ struct peer_info {
 	const char *address;   /* configured "HOST:PORT" */
 	const char *transport; /* "tcp", "verbs", or "none" */
 	enum peer_state state;
-	uint64_t state_since_ms; /* CLOCK_REALTIME, milliseconds */
-	const char *last_error;	 /* reason of the last failure, "" if none yet */
-	const char *direction;	 /* up link: "outbound" or "inbound"; else "" */
-	uint64_t incarnation;	 /* the peer's, from the last handshake; 0 if never */
-	int64_t rtt_us;		 /* last keepalive round trip, -1 if unknown */
+	uint64_t state_since_ms;      /* CLOCK_REALTIME, milliseconds */
+	const char *last_error;	      /* reason of the last failure, "" if none yet */
+	const char *direction;	      /* up link: "outbound" or "inbound"; else "" */
+	uint64_t incarnation;	      /* the peer's, from the last handshake; 0 if never */
+	int64_t rtt_us;		      /* last keepalive round trip, -1 if unknown */
 	uint64_t bytes_out, bytes_in; /* payload bytes this daemon sent / received */
 	uint64_t ops_out, ops_in;     /* ops initiated here / served for the peer */
 	uint64_t errors;	      /* ops reported with an error, either way */
@@ -62,8 +62,7 @@ struct peer_info {
 };
 
 /* Calls @cb for every configured peer, in config order. @info is valid during @cb only. */
-void peers_foreach(struct peers *p, void (*cb)(const struct peer_info *info, void *ctx),
-		   void *ctx);
+void peers_foreach(struct peers *p, void (*cb)(const struct peer_info *info, void *ctx), void *ctx);
 /*
  * Inbound connections that have not authenticated yet, and source addresses
  * refused now after failed handshakes (metrics); 0 for NULL.
@@ -78,8 +77,8 @@ unsigned peers_up(const struct peers *p);
  * from a later loop callback. <0 (-RP_EPEERUNKNOWN, -RP_EPEERDOWN, -ENOMEM):
  * @cb is not called.
  */
-int peer_ping(struct peers *p, const char *name,
-	      void (*cb)(void *ctx, int status, uint64_t rtt_us), void *ctx);
+int peer_ping(struct peers *p, const char *name, void (*cb)(void *ctx, int status, uint64_t rtt_us),
+	      void *ctx);
 /* Forget every pending ping of @ctx (its requester went away): @cb is not called. */
 void peer_ping_cancel(struct peers *p, void *ctx);
 
@@ -87,7 +86,7 @@ void peer_ping_cancel(struct peers *p, void *ctx);
 
 /* What the peer layer runs with; the transports are made by the loop glue. */
 struct peers_env {
-	struct core *core;		  /* its hooks (core.h) are set by peers_new() */
+	struct core *core; /* its hooks (core.h) are set by peers_new() */
 	const struct config *cfg;
 	struct evloop *ev;
 	uint64_t incarnation;		  /* this daemon's, never 0 */

@@ -259,8 +259,7 @@ static int pop_post(struct pop *o, struct peer_link *l)
  * the next link; new ops queue behind them rather than fail or overtake
  * them), or our own connection attempt is authenticating.
  */
-static struct peer_link *usable_link(struct peers *p, const char *peer, struct peer **prp,
-				     int *err)
+static struct peer_link *usable_link(struct peers *p, const char *peer, struct peer **prp, int *err)
 {
 	struct peer *pr = peer_find(p, peer);
 
@@ -529,8 +528,8 @@ static void replay(struct peer_link *l)
 		n++;
 	}
 	if (n)
-		log_info("peer %s: %u operation%s flushed on the failed link sent again", pr->conf.name,
-			 n, n == 1 ? "" : "s");
+		log_info("peer %s: %u operation%s flushed on the failed link sent again",
+			 pr->conf.name, n, n == 1 ? "" : "s");
 }
 
 void data_link_up(struct peer_link *l)
@@ -563,7 +562,8 @@ void data_tick(struct peers *p, uint64_t now)
 				pp = &rv->next;
 				continue;
 			}
-			log_warn("peer %s did not confirm the withdrawal of export %llu within %u s; "
+			log_warn("peer %s did not confirm the withdrawal of export %llu within %u "
+				 "s; "
 				 "deregistering it anyway",
 				 pr->conf.name, (unsigned long long)rv->id, REVOKE_WAIT_MS / 1000);
 			*pp = rv->next;
@@ -594,8 +594,8 @@ void data_link_failed(struct peer_link *l)
 
 	while ((o = l->ops)) {
 		pop_unlink(o);
-		if ((o->op.fate == PEER_OP_FLUSHED || o->op.fate == PEER_OP_REFUSED) && may_replay &&
-		    !o->cop->s->dead) {
+		if ((o->op.fate == PEER_OP_FLUSHED || o->op.fate == PEER_OP_REFUSED) &&
+		    may_replay && !o->cop->s->dead) {
 			/* l->ops is newest first: this restores submission order. */
 			o->next = batch;
 			batch = o;
@@ -729,8 +729,7 @@ int peer_x_rx_end(struct peer_link *l, struct peer_rx *rx, int status)
 	return status;
 }
 
-int peer_x_notify(struct peer_link *l, uint64_t export_id, uint64_t off, uint64_t len,
-		  uint32_t imm)
+int peer_x_notify(struct peer_link *l, uint64_t export_id, uint64_t off, uint64_t len, uint32_t imm)
 {
 	struct peer_rx rx = {
 		.kind = PEER_RX_WRITE,

@@ -11,8 +11,8 @@ struct pgate_rec {
 	char host[PGATE_HOST_MAX]; /* "": a free slot */
 	unsigned fails;		   /* failed handshakes, none further apart than refusal_ms */
 	uint64_t last_fail_ms;
-	uint64_t refused_at_ms;	   /* refused from then for refusal_ms (0: not refused) */
-	uint64_t used_ms;	   /* for eviction */
+	uint64_t refused_at_ms; /* refused from then for refusal_ms (0: not refused) */
+	uint64_t used_ms;	/* for eviction */
 	bool trusted;
 };
 

@@ -128,9 +128,8 @@ size_t peer_hs_reject(void *out, uint32_t code, const char *reason)
 	return sizeof(rej);
 }
 
-__attribute__((format(printf, 5, 6))) static int fail(struct peer_hs *hs, void *out,
-						      size_t *outlen, uint32_t code,
-						      const char *fmt, ...)
+__attribute__((format(printf, 5, 6))) static int fail(struct peer_hs *hs, void *out, size_t *outlen,
+						      uint32_t code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -188,8 +187,7 @@ static int on_hello(struct peer_hs *hs, const struct pp_hello *m, void *out, siz
 }
 
 /* Initiator: CHALLENGE -> AUTH, once the responder proved the key. */
-static int on_challenge(struct peer_hs *hs, const struct pp_challenge *m, void *out,
-			size_t *outlen)
+static int on_challenge(struct peer_hs *hs, const struct pp_challenge *m, void *out, size_t *outlen)
 {
 	uint8_t want[PP_MAC_LEN];
 	struct pp_auth a;
@@ -286,8 +284,8 @@ int peer_hs_consume(struct peer_hs *hs, const void *msg, size_t len, void *out, 
 	default:
 		break;
 	}
-	return fail(hs, out, outlen, PP_REJ_PROTO, "unexpected message type 0x%04x during handshake",
-		    m.h.type);
+	return fail(hs, out, outlen, PP_REJ_PROTO,
+		    "unexpected message type 0x%04x during handshake", m.h.type);
 }
 
 void peer_hs_clear(struct peer_hs *hs)

@@ -38,9 +38,9 @@ struct peer_hs {
 	size_t key_len;
 	peer_hs_lookup_fn lookup;
 	void *lookup_ctx;
-	uint32_t reject_code;	/* why it failed: enum pp_reject */
-	bool rejected_by_peer;	/* the other side sent REJECT */
-	char why[160];		/* human reason of the failure */
+	uint32_t reject_code;  /* why it failed: enum pp_reject */
+	bool rejected_by_peer; /* the other side sent REJECT */
+	char why[160];	       /* human reason of the failure */
 };
 
 /* Version range this build speaks (tests narrow it to provoke mismatches). */

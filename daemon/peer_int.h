@@ -48,8 +48,8 @@ struct peer {
 	struct peer_link *out; /* our connection attempt in progress */
 	struct ev_timer *backoff;
 	unsigned attempts;
-	unsigned links;	 /* links that point here */
-	bool removed;	 /* gone from the config: draining, then freed */
+	unsigned links; /* links that point here */
+	bool removed;	/* gone from the config: draining, then freed */
 	bool ever_up;
 	uint64_t incarnation;
 	int64_t rtt_us;
@@ -92,17 +92,17 @@ struct peer_link {
 	bool proven;		   /* inbound: the other daemon proved the key (its AUTH) */
 	bool logged;		   /* inbound: its failure has been logged already */
 	uint64_t hold_until_ms;	   /* failed: our REJECT is held back until then (0: not) */
-	char why[256]; /* our reason for closing it, if we did */
+	char why[256];		   /* our reason for closing it, if we did */
 	int err;
-	struct pop *ops;	  /* client ops in flight on this link */
-	struct plookup *lookups;  /* LOOKUPs waiting for their reply */
+	struct pop *ops;	 /* client ops in flight on this link */
+	struct plookup *lookups; /* LOOKUPs waiting for their reply */
 };
 
 struct peers {
 	struct core *core;
 	const struct config *cfg;
 	struct evloop *ev;
-	uint64_t incarnation;		 /* ours */
+	uint64_t incarnation;		  /* ours */
 	enum rp_transport_kind transport; /* for peers with transport = auto */
 	struct transport *tcp, *verbs;
 	struct peer *head;

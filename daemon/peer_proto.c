@@ -108,10 +108,10 @@ int pp_check_hdr(const struct pp_hdr *h, const char **why)
 	return 0;
 }
 
-#define FAIL(reason)            \
-	do {                    \
+#define FAIL(reason)             \
+	do {                     \
 		*why = (reason); \
-		return -EPROTO; \
+		return -EPROTO;  \
 	} while (0)
 
 static int check_body(const void *msg, uint16_t type, const char **why)

@@ -40,12 +40,12 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "peer wire format is little-endian");
 
 #define PP_MAGIC 0x52445050u /* "RDPP" */
-#define PP_VERSION_MIN 2 /* 2: REVOKE / REVOKE_R */
+#define PP_VERSION_MIN 2     /* 2: REVOKE / REVOKE_R */
 #define PP_VERSION_MAX 2
 #define PP_NONCE_LEN 32
 #define PP_MAC_LEN 32
 #define PP_REASON_LEN 120
-#define PP_XINFO_MAX 32 /* == PEER_XINFO_MAX */
+#define PP_XINFO_MAX 32	 /* == PEER_XINFO_MAX */
 #define PP_FIXED_MAX 512 /* == PEER_CTRL_MAX: no fixed part is larger */
 
 struct pp_hdr {
@@ -89,13 +89,13 @@ enum pp_type {
 
 /* Reject codes (both sides log them). */
 enum pp_reject_code {
-	PP_REJ_VERSION = 1,  /* no common protocol version */
-	PP_REJ_UNKNOWN = 2,  /* the name is not a configured peer */
-	PP_REJ_AUTH = 3,     /* MAC did not verify: wrong key */
-	PP_REJ_NAME = 4,     /* the responder is not who the initiator dialled */
+	PP_REJ_VERSION = 1,   /* no common protocol version */
+	PP_REJ_UNKNOWN = 2,   /* the name is not a configured peer */
+	PP_REJ_AUTH = 3,      /* MAC did not verify: wrong key */
+	PP_REJ_NAME = 4,      /* the responder is not who the initiator dialled */
 	PP_REJ_DUPLICATE = 5, /* a connection between the two already wins */
-	PP_REJ_PROTO = 6,    /* malformed or unexpected message */
-	PP_REJ_SHUTDOWN = 7, /* going away / peer removed from config */
+	PP_REJ_PROTO = 6,     /* malformed or unexpected message */
+	PP_REJ_SHUTDOWN = 7,  /* going away / peer removed from config */
 };
 
 struct pp_hello {

@@ -45,8 +45,7 @@ static uint64_t real_ms(void)
 
 const char *peer_state_name(enum peer_state s)
 {
-	static const char *const names[] = { "down", "connecting", "handshaking", "up",
-					     "backoff" };
+	static const char *const names[] = { "down", "connecting", "handshaking", "up", "backoff" };
 
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
@@ -318,8 +317,7 @@ void peer_x_connected(struct peer_link *l)
 
 	l->state = LINK_HANDSHAKING;
 	l->created_ms = l->last_rx_ms = peer_now_ms();
-	peer_hs_init_initiator(&l->hs, l->p->node_name, l->p->incarnation, &l->peer->conf,
-			       &hello);
+	peer_hs_init_initiator(&l->hs, l->p->node_name, l->p->incarnation, &l->peer->conf, &hello);
 	if (l->peer->out == l)
 		set_state(l->peer, PEER_HANDSHAKING, NULL);
 	link_send(l, &hello, sizeof(hello));
@@ -381,8 +379,7 @@ void peer_x_failed(struct peer_link *l, int err, const char *why)
 		 * be anybody's, and its end must not reset the backoff timer.
 		 */
 		if ((l->outbound || was_up) && l->end != LINK_END_SUPERSEDED && !pr->removed &&
-		    !p->stopping &&
-		    !pr->up && !pr->out) {
+		    !p->stopping && !pr->up && !pr->out) {
 			snprintf(buf, sizeof(buf), "%s%s", was_up ? "link lost: " : "", reason);
 			schedule_retry(pr, buf);
 		}
@@ -468,8 +465,8 @@ static void link_up(struct peer_link *l)
 	pr->up = l;
 	ev_timer_stop(pr->p->ev, pr->backoff);
 	set_state(pr, PEER_UP, NULL);
-	log_info("peer %s: authenticated, %s link %s over %s, incarnation %016llx",
-		 pr->conf.name, l->outbound ? "outbound" : "inbound", l->addr, l->t->ops->name,
+	log_info("peer %s: authenticated, %s link %s over %s, incarnation %016llx", pr->conf.name,
+		 l->outbound ? "outbound" : "inbound", l->addr, l->t->ops->name,
 		 (unsigned long long)inc);
 	data_link_up(l);
 }
@@ -539,7 +536,8 @@ static void hs_step(struct peer_link *l, const void *msg, size_t len)
 
 		link_attach(l, pr);
 		if (!pr->t || pr->t != l->t) {
-			reject_and_close(l, PP_REJ_UNKNOWN, "peer configured for another transport");
+			reject_and_close(l, PP_REJ_UNKNOWN,
+					 "peer configured for another transport");
 			return;
 		}
 		if (!inbound_wanted(l, pr)) {
@@ -676,8 +674,9 @@ static void tick_link(struct peer_link *l, uint64_t now)
 	}
 	if (l->state < LINK_UP) {
 		if (now - l->created_ms > PEER_HANDSHAKE_MS)
-			link_close(l, -ETIMEDOUT, l->state == LINK_HANDSHAKING ? "handshake timeout"
-									   : "connect timeout");
+			link_close(l, -ETIMEDOUT,
+				   l->state == LINK_HANDSHAKING ? "handshake timeout"
+								: "connect timeout");
 		return;
 	}
 	if (now - l->last_rx_ms > PEER_KEEPALIVE_DEAD_MS) {
@@ -983,8 +982,7 @@ struct peers *peers_free(struct peers *p)
 
 /* ---- Status and admin. ---- */
 
-void peers_foreach(struct peers *p, void (*cb)(const struct peer_info *info, void *ctx),
-		   void *ctx)
+void peers_foreach(struct peers *p, void (*cb)(const struct peer_info *info, void *ctx), void *ctx)
 {
 	struct peer *pr;
 
@@ -1040,8 +1038,8 @@ unsigned peers_up(const struct peers *p)
 	return n;
 }
 
-int peer_ping(struct peers *p, const char *name,
-	      void (*cb)(void *ctx, int status, uint64_t rtt_us), void *ctx)
+int peer_ping(struct peers *p, const char *name, void (*cb)(void *ctx, int status, uint64_t rtt_us),
+	      void *ctx)
 {
 	struct peer *pr = p ? peer_find(p, name) : NULL;
 	struct pping *g;

@@ -70,7 +70,8 @@ static int pick_device(struct rdev *d, const char *want, unsigned want_port, cha
 	int n = 0, i;
 
 	if (vx_rdma_get_devices(&d->list, &n) < 0 || n == 0) {
-		snprintf(why, whylen, "no RDMA devices found (is a driver such as rdma_rxe loaded?)");
+		snprintf(why, whylen,
+			 "no RDMA devices found (is a driver such as rdma_rxe loaded?)");
 		return -ENODEV;
 	}
 	snprintf(why, whylen, "no RDMA device has an active port");

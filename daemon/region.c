@@ -132,8 +132,8 @@ void region_job_work(struct region_job *j)
 	 * Populate now: page-table setup belongs to registration, not to the
 	 * first op. The mapping keeps the memory: the fd is never kept.
 	 */
-	addr = mmap(NULL, (size_t)j->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-		    j->fd, 0);
+	addr = mmap(NULL, (size_t)j->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, j->fd,
+		    0);
 	close(j->fd);
 	j->fd = -1;
 	if (addr == MAP_FAILED) {

@@ -17,7 +17,8 @@
 int rings_new(struct rings *r)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t size = (rp_ring_bytes(RP_RING_SQ_ENTRIES, RP_RING_CQ_ENTRIES) + page - 1) & ~(page - 1);
+	size_t size =
+		(rp_ring_bytes(RP_RING_SQ_ENTRIES, RP_RING_CQ_ENTRIES) + page - 1) & ~(page - 1);
 	int err;
 
 	r->memfd = memfd_create("rdmaproxy-rings", MFD_CLOEXEC | MFD_ALLOW_SEALING);

@@ -90,8 +90,8 @@ static int handle_hello(struct session *s, const struct rp_hdr *h, const struct 
 		session_reply(s, h, status, &rep, sizeof(rep), NULL, 0);
 		return -ECONNABORTED;
 	}
-	s->version = req->version_max < RP_PROTO_VERSION_MAX ? req->version_max
-							     : RP_PROTO_VERSION_MAX;
+	s->version =
+		req->version_max < RP_PROTO_VERSION_MAX ? req->version_max : RP_PROTO_VERSION_MAX;
 	rep.version = s->version;
 	rep.client_id = s->id;
 	rep.transport = c->wire_transport;
@@ -188,8 +188,7 @@ static int handle_region_free(struct session *s, const struct rp_hdr *h, const s
 	return session_reply(s, h, 0, NULL, 0, NULL, 0);
 }
 
-static int handle_export(struct session *s, const struct rp_hdr *h,
-			 const struct rp_export_req *req)
+static int handle_export(struct session *s, const struct rp_hdr *h, const struct rp_export_req *req)
 {
 	struct region *r = idtab_get(&s->regions, req->region);
 	uint32_t all = RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE;
@@ -261,8 +260,8 @@ static int handle_remote_open(struct session *s, const struct rp_hdr *h,
 			return 0;
 	} else if (status == PEER_HERE) {
 		e = export_find(c, req->name);
-		status = e ? idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id)
-			   : -RP_ENOEXPORT;
+		status =
+			e ? idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id) : -RP_ENOEXPORT;
 	}
 	if (status == 0) {
 		export_ref(e);
@@ -359,8 +358,8 @@ int session_dispatch(struct session *s, const struct rp_hdr *h, const void *body
 	return dispatch_ready(s, h, body, fd);
 }
 
-static void release_table(struct session *s, struct idtab *t, void (*drop)(struct session *,
-									     void *, uint32_t))
+static void release_table(struct session *s, struct idtab *t,
+			  void (*drop)(struct session *, void *, uint32_t))
 {
 	uint32_t i;
 

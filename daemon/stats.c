@@ -53,7 +53,10 @@ const char *stats_err_kind_name(enum stats_err_kind k)
 const char *stats_refusal_name(enum stats_refusal r)
 {
 	static const char *const names[STATS_REFUSALS] = {
-		"total_limit", "address_limit", "failed_handshakes", "fd_reserve",
+		"total_limit",
+		"address_limit",
+		"failed_handshakes",
+		"fd_reserve",
 	};
 
 	return r < STATS_REFUSALS ? names[r] : "other";
@@ -61,8 +64,8 @@ const char *stats_refusal_name(enum stats_refusal r)
 
 const char *stats_op_name(unsigned op)
 {
-	static const char *const names[STATS_OPS] = { NULL, "write", "read", "send", "recv",
-						      "notify" };
+	static const char *const names[STATS_OPS] = { NULL,   "write", "read",
+						      "send", "recv",  "notify" };
 
 	return op < STATS_OPS ? names[op] : NULL;
 }

@@ -58,8 +58,8 @@ struct tstream {
 	uint64_t left;	   /* payload bytes still to come */
 	struct peer_rx rx; /* the incoming WRITE/SEND whose payload is being read */
 	bool rx_active;
-	int rx_status;	     /* status to answer after a discarded payload */
-	uint16_t rx_type;    /* PP_WRITE or PP_SEND (reply type - 1) */
+	int rx_status;	  /* status to answer after a discarded payload */
+	uint16_t rx_type; /* PP_WRITE or PP_SEND (reply type - 1) */
 	uint64_t rx_id;
 	struct peer_op *rop; /* READ_R payload goes into this op's region */
 	/*

@@ -35,9 +35,9 @@
 #include "tcp_stream.h"
 #include "util.h"
 
-#define WQ_HIGH (4u << 20)	  /* queued replies' cost at which reading stops */
-#define WQ_LOW (1u << 20)	  /* ... and below which it resumes */
-#define STALL_MS 5000		  /* == PEER_KEEPALIVE_DEAD_MS */
+#define WQ_HIGH (4u << 20) /* queued replies' cost at which reading stops */
+#define WQ_LOW (1u << 20)  /* ... and below which it resumes */
+#define STALL_MS 5000	   /* == PEER_KEEPALIVE_DEAD_MS */
 #define STALL_CHECK_MS 1000
 
 struct tcp_transport {
@@ -78,11 +78,11 @@ struct xconn {
 	bool on_cork_list;
 
 	/* Write queue (see "Backpressure"). */
-	size_t reply_cost;   /* of the replies queued and not yet written */
-	unsigned replies;    /* how many */
-	bool paused;	     /* reading stopped until the replies drain */
+	size_t reply_cost; /* of the replies queued and not yet written */
+	unsigned replies;  /* how many */
+	bool paused;	   /* reading stopped until the replies drain */
 	bool stall_armed;
-	size_t stall_size;   /* libuv's write queue size at the last check */
+	size_t stall_size;    /* libuv's write queue size at the last check */
 	uint64_t progress_ms; /* when the write queue last moved */
 };
 
@@ -417,7 +417,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	if (x->closing)
 		return;
 	if (n < 0) {
-		xfail(x, -ECONNRESET, "%s", n == UV_EOF ? "closed by the peer" : uv_strerror((int)n));
+		xfail(x, -ECONNRESET, "%s",
+		      n == UV_EOF ? "closed by the peer" : uv_strerror((int)n));
 		return;
 	}
 	if (n == 0)
@@ -531,7 +532,8 @@ static void fmt_addr(const struct sockaddr_storage *ss, char *buf, size_t len)
 			 ntohs(((const struct sockaddr_in6 *)ss)->sin6_port));
 	} else {
 		uv_ip4_name((const struct sockaddr_in *)ss, host, sizeof(host));
-		snprintf(buf, len, "%s:%u", host, ntohs(((const struct sockaddr_in *)ss)->sin_port));
+		snprintf(buf, len, "%s:%u", host,
+			 ntohs(((const struct sockaddr_in *)ss)->sin_port));
 	}
 }
 
@@ -678,4 +680,3 @@ int tcp_transport_new(uv_loop_t *loop, struct evloop *ev, struct transport **ret
 	*ret = &t->base;
 	return 0;
 }
-

@@ -184,8 +184,8 @@ enum peer_rx_kind {
 
 struct peer_rx {
 	/* Request, filled by the transport from the wire. */
-	uint16_t kind;	     /* enum peer_rx_kind */
-	uint16_t flags;	     /* PEER_OP_F_NOTIFY for WRITE */
+	uint16_t kind;	/* enum peer_rx_kind */
+	uint16_t flags; /* PEER_OP_F_NOTIFY for WRITE */
 	uint32_t imm;
 	uint64_t export_id;  /* WRITE/READ */
 	uint64_t export_inc; /* WRITE/READ: must equal this daemon's incarnation */
@@ -194,8 +194,8 @@ struct peer_rx {
 	char endpoint[RP_NAME_MAX]; /* SEND, NUL-terminated (the transport validates) */
 
 	/* Result of peer_x_rx_begin(), owned by the peer layer. */
-	void *addr;	 /* len bytes, valid until peer_x_rx_end() */
-	void *token;	 /* peer layer's state for this rx */
+	void *addr;  /* len bytes, valid until peer_x_rx_end() */
+	void *token; /* peer layer's state for this rx */
 };
 
 struct transport_ops {
@@ -211,8 +211,8 @@ struct transport_ops {
 	 * Begin connecting to host:port for @link. 0 and *ret: the outcome comes
 	 * as peer_x_connected() or peer_x_failed(). <0: nothing was started.
 	 */
-	int (*connect)(struct transport *t, const char *host, uint16_t port,
-		       struct peer_link *link, struct xconn **ret);
+	int (*connect)(struct transport *t, const char *host, uint16_t port, struct peer_link *link,
+		       struct xconn **ret);
 	/* "HOST:PORT" of the other end, for logs and status. */
 	const char *(*remote_addr)(const struct xconn *x);
 	/*

@@ -132,7 +132,8 @@ static bool on_tick_work(struct vtransport *t)
 		if (c->state == VC_FAILING &&
 		    (vc_io_flushed(c) || now >= c->fail_ms + VP_FLUSH_MS)) {
 			if (!vc_io_flushed(c))
-				log_warn("verbs peer %s: the QP did not flush in %u ms; destroying it",
+				log_warn("verbs peer %s: the QP did not flush in %u ms; destroying "
+					 "it",
 					 c->addr, VP_FLUSH_MS);
 			conn_destroy(c);
 			/* peer_x_failed() may have added or removed connections. */
@@ -151,8 +152,7 @@ static bool on_tick_work(struct vtransport *t)
 
 /* ---- Connection objects ---- */
 
-static int conn_new(struct vtransport *t, struct rdma_cm_id *id, bool outbound,
-		    struct vconn **ret)
+static int conn_new(struct vtransport *t, struct rdma_cm_id *id, bool outbound, struct vconn **ret)
 {
 	struct vconn *c = calloc(1, sizeof(*c));
 
@@ -343,16 +343,15 @@ static void on_connect_response(struct vconn *c, const struct rdma_cm_event *ev)
 
 static int resolve(const char *host, uint16_t port, int flags, struct addrinfo **ret)
 {
-	struct addrinfo hints = { .ai_flags = flags | AI_NUMERICSERV,
-				  .ai_socktype = SOCK_STREAM };
+	struct addrinfo hints = { .ai_flags = flags | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM };
 	char ps[8];
 
 	snprintf(ps, sizeof(ps), "%u", port);
 	return getaddrinfo(host, ps, &hints, ret);
 }
 
-static int vp_connect(struct transport *xt, const char *host, uint16_t port,
-		      struct peer_link *link, struct xconn **ret)
+static int vp_connect(struct transport *xt, const char *host, uint16_t port, struct peer_link *link,
+		      struct xconn **ret)
 {
 	struct vtransport *t = (struct vtransport *)xt;
 	struct addrinfo *ai = NULL;
@@ -444,11 +443,11 @@ static bool on_request(struct vtransport *t, struct rdma_cm_event *ev)
 		snprintf(why, sizeof(why), "from %s: refused by the peer layer", c->addr);
 		goto out_reject;
 	}
-	p.responder_resources = (uint8_t)(rp->initiator_depth < t->resp_res ? rp->initiator_depth
-									 : t->resp_res);
-	p.initiator_depth = (uint8_t)(rp->responder_resources < t->init_depth
-					      ? rp->responder_resources
-					      : t->init_depth);
+	p.responder_resources =
+		(uint8_t)(rp->initiator_depth < t->resp_res ? rp->initiator_depth : t->resp_res);
+	p.initiator_depth =
+		(uint8_t)(rp->responder_resources < t->init_depth ? rp->responder_resources
+								  : t->init_depth);
 	p.retry_count = 7;
 	p.rnr_retry_count = 7;
 	p.qp_num = c->qp->qp_num;
@@ -537,8 +536,10 @@ static void conn_event(struct vconn *c, struct rdma_cm_event *ev)
 			strerror(-ev->status));
 		break;
 	case RDMA_CM_EVENT_UNREACHABLE:
-		vc_fail(c, -EHOSTUNREACH, "%s unreachable (no CM reply; is its rdmaproxyd "
-			"listening on verbs?)", c->addr);
+		vc_fail(c, -EHOSTUNREACH,
+			"%s unreachable (no CM reply; is its rdmaproxyd "
+			"listening on verbs?)",
+			c->addr);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		on_rejected(c, ev);
@@ -654,8 +655,8 @@ static void vp_close(struct xconn *x)
 static int vp_open_access(struct xconn *x)
 {
 	struct vconn *c = (struct vconn *)x;
-	struct ibv_qp_attr a = { .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						     IBV_ACCESS_REMOTE_READ };
+	struct ibv_qp_attr a = { .qp_access_flags =
+					 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
 
 	if (c->state != VC_UP || !c->qp)
 		return -ENOTCONN;

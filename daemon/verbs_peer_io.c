@@ -85,8 +85,13 @@ void vc_tick_soon(struct vtransport *t)
 
 const char *vc_state_name(enum vc_state s)
 {
-	static const char *const n[] = { "resolving address", "resolving route", "connecting",
-					 "accepting", "up", "failing", "dead" };
+	static const char *const n[] = { "resolving address",
+					 "resolving route",
+					 "connecting",
+					 "accepting",
+					 "up",
+					 "failing",
+					 "dead" };
 
 	return s <= VC_DEAD ? n[s] : "?";
 }
@@ -664,8 +669,7 @@ static int wc_op_status(enum ibv_wc_status s)
 /* Errors the responder detected and refused: it executed nothing after them. */
 static bool wc_remote_refusal(enum ibv_wc_status s)
 {
-	return s == IBV_WC_REM_ACCESS_ERR || s == IBV_WC_REM_INV_REQ_ERR ||
-	       s == IBV_WC_REM_OP_ERR;
+	return s == IBV_WC_REM_ACCESS_ERR || s == IBV_WC_REM_INV_REQ_ERR || s == IBV_WC_REM_OP_ERR;
 }
 
 static void retire(struct vconn *c, struct vp_sslot *s, const struct ibv_wc *wc, bool mine)
@@ -741,7 +745,9 @@ static int post_recv(struct vconn *c, uint32_t idx)
 		.length = (uint32_t)VP_RBUF,
 		.lkey = c->rmr->lkey,
 	};
-	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)&c->rs[idx].w, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)&c->rs[idx].w,
+				  .sg_list = &sge,
+				  .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 	int r = vx_post_recv(c->qp, &wr, &bad);
 
@@ -908,10 +914,11 @@ static void on_recv_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 		return;
 	}
 	if (wc->status != IBV_WC_SUCCESS) {
-		vc_fail(c, -EIO, "%s", wc->status == IBV_WC_WR_FLUSH_ERR
-					     ? "the QP went into the error state (the peer's access "
-					       "was refused, or the QP failed)"
-					     : ibv_wc_status_str(wc->status));
+		vc_fail(c, -EIO, "%s",
+			wc->status == IBV_WC_WR_FLUSH_ERR
+				? "the QP went into the error state (the peer's access "
+				  "was refused, or the QP failed)"
+				: ibv_wc_status_str(wc->status));
 		vc_reap_soon(c);
 		return;
 	}
@@ -922,8 +929,9 @@ static void on_recv_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 	if (c->link)
 		peer_x_alive(c->link);
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
-		r = !c->link || !(wc->wc_flags & IBV_WC_WITH_IMM) ? -EPROTO
-								    : on_notify(c, ntohl(wc->imm_data));
+		r = !c->link || !(wc->wc_flags & IBV_WC_WITH_IMM)
+			    ? -EPROTO
+			    : on_notify(c, ntohl(wc->imm_data));
 	else
 		r = on_message(c, rbuf_of(c, s->idx), wc->byte_len);
 	if (r < 0) {
@@ -960,7 +968,8 @@ static int alloc_bufs(struct vconn *c, struct ibv_pd *pd)
 	/* Exactly the access each needs: local only, nothing remote. */
 	r = vx_reg_mr(pd, c->sbuf, (size_t)c->sq * VP_SBUF, 0, &c->smr);
 	if (r == 0)
-		r = vx_reg_mr(pd, c->rbuf, (size_t)c->rq * VP_RBUF, IBV_ACCESS_LOCAL_WRITE, &c->rmr);
+		r = vx_reg_mr(pd, c->rbuf, (size_t)c->rq * VP_RBUF, IBV_ACCESS_LOCAL_WRITE,
+			      &c->rmr);
 	if (r < 0)
 		return r;
 	/* The notify ring: the only memory of ours the far side may write into. */

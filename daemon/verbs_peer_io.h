@@ -111,8 +111,8 @@ _Static_assert(sizeof(struct vp_send) == 80, "vp_send");
 struct vp_cm_hello {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t credits; /* receives posted for the other side */
-	uint32_t chunk;	  /* largest VP_SEND payload the sender accepts */
+	uint16_t credits;    /* receives posted for the other side */
+	uint32_t chunk;	     /* largest VP_SEND payload the sender accepts */
 	uint32_t ring_slots; /* notify ring: slots, address and rkey */
 	uint64_t ring_addr;
 	uint32_t ring_rkey;
@@ -199,15 +199,15 @@ _Static_assert(sizeof(struct vp_opx) <= sizeof(((struct peer_op *)0)->scratch), 
 
 /* The far side's answer to an op that needs one (SEND, NOTIFY). */
 enum vpx_reply {
-	VPX_NO_REPLY,	/* a WRITE or READ without notification: none comes */
-	VPX_AWAITING,	/* the reply has not come yet */
-	VPX_ANSWERED,	/* it came (or the op ended without it) */
+	VPX_NO_REPLY, /* a WRITE or READ without notification: none comes */
+	VPX_AWAITING, /* the reply has not come yet */
+	VPX_ANSWERED, /* it came (or the op ended without it) */
 };
 
 #define VPX_NO_SLOT 0xffffu
 
 #define VPX_ALL_POSTED 0x4u
-#define VPX_SOME_DONE 0x8u /* at least one WR of it completed successfully */
+#define VPX_SOME_DONE 0x8u    /* at least one WR of it completed successfully */
 #define VPX_SOME_FAILED 0x20u /* at least one WR of it completed with an error or flush */
 
 static inline struct vp_opx *vpx(struct peer_op *op)
@@ -216,21 +216,21 @@ static inline struct vp_opx *vpx(struct peer_op *op)
 }
 
 enum vc_state {
-	VC_ADDR,      /* resolving the address */
-	VC_ROUTE,     /* resolving the route */
-	VC_CONNECT,   /* REQ sent, waiting for the REP */
-	VC_ACCEPT,    /* REP sent, waiting for the RTU */
-	VC_UP,	      /* RTS both ways */
-	VC_FAILING,   /* QP in error, waiting for its WRs to flush */
-	VC_DEAD,      /* reported, waiting to be freed */
+	VC_ADDR,    /* resolving the address */
+	VC_ROUTE,   /* resolving the route */
+	VC_CONNECT, /* REQ sent, waiting for the REP */
+	VC_ACCEPT,  /* REP sent, waiting for the RTU */
+	VC_UP,	    /* RTS both ways */
+	VC_FAILING, /* QP in error, waiting for its WRs to flush */
+	VC_DEAD,    /* reported, waiting to be freed */
 };
 
 struct vtransport;
 
 enum vc_rx {
-	VC_RX_NONE,	/* between messages */
-	VC_RX_ACTIVE,	/* chunks go into rx.addr */
-	VC_RX_REFUSED,	/* refused at its first chunk: the rest is dropped */
+	VC_RX_NONE,    /* between messages */
+	VC_RX_ACTIVE,  /* chunks go into rx.addr */
+	VC_RX_REFUSED, /* refused at its first chunk: the rest is dropped */
 };
 
 struct vconn {
@@ -240,8 +240,8 @@ struct vconn {
 	struct peer_link *link; /* NULL until the peer layer knows the connection */
 	enum vc_state state;
 	bool outbound;
-	bool closed;		/* ops->close() was called */
-	bool remote_err;	/* the far side refused a request: later WRs did not execute */
+	bool closed;	 /* ops->close() was called */
+	bool remote_err; /* the far side refused a request: later WRs did not execute */
 	int err;
 	char why[160];
 	char addr[64];
@@ -250,7 +250,7 @@ struct vconn {
 
 	struct ibv_qp *qp;
 	struct rdev_qp_ev qev;
-	uint32_t sq, rq; /* depths */
+	uint32_t sq, rq;     /* depths */
 	uint32_t max_inline; /* granted by the device at QP creation */
 	uint32_t cq_share;
 
@@ -260,21 +260,21 @@ struct vconn {
 	struct vp_sslot *ss;
 	uint32_t s_head, s_tail; /* slots posted: [tail, head), free-running */
 	uint32_t unsignaled;
-	uint64_t rw_posted; /* one-sided bytes in flight (VP_RW_WINDOW) */
+	uint64_t rw_posted;	 /* one-sided bytes in flight (VP_RW_WINDOW) */
 	struct ibv_send_wr *wrv; /* sq entries: one post list */
 	struct ibv_sge *sgev;	 /* 2 * sq entries */
 	bool kick;		 /* vc_kick() wanted at the next flush */
-	uint32_t credits;     /* receives the far side has posted for us */
-	uint32_t owed;	      /* receives re-posted here, not yet returned */
+	uint32_t credits;	 /* receives the far side has posted for us */
+	uint32_t owed;		 /* receives re-posted here, not yet returned */
 	uint32_t peer_chunk;
 	struct vp_msg *mq, *mq_tail; /* control and transport messages, FIFO */
 	uint32_t mq_len;
-	struct peer_op *rwq, *rwq_tail;	  /* WRITE/READ, round-robin by piece */
+	struct peer_op *rwq, *rwq_tail;	    /* WRITE/READ, round-robin by piece */
 	struct peer_op *sendq, *sendq_tail; /* SEND, one message at a time */
-	struct peer_op *waiting;	  /* posted and awaiting a reply */
-	bool turn_send;			  /* round-robin between rwq and sendq */
+	struct peer_op *waiting;	    /* posted and awaiting a reply */
+	bool turn_send;			    /* round-robin between rwq and sendq */
 	uint64_t next_id;
-	uint64_t peer_ring;	/* the far side's notify ring */
+	uint64_t peer_ring; /* the far side's notify ring */
 	uint32_t peer_ring_rkey;
 	uint16_t nfree[VP_NRING]; /* its free slots (a stack) */
 	uint32_t nfree_n;

@@ -50,8 +50,7 @@ static inline int vx_query_port(struct ibv_context *ctx, uint8_t port, struct ib
 	return vx_ret(ibv_query_port(ctx, port, a));
 }
 
-static inline int vx_query_gid(struct ibv_context *ctx, uint8_t port, int index,
-			       union ibv_gid *gid)
+static inline int vx_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid)
 {
 	return ibv_query_gid(ctx, port, index, gid) ? vx_errno() : 0;
 }
@@ -174,14 +173,12 @@ static inline int vx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mas
 	return vx_ret(ibv_modify_qp(qp, a, mask));
 }
 
-static inline int vx_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-			       struct ibv_send_wr **bad)
+static inline int vx_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	return vx_ret(ibv_post_send(qp, wr, bad));
 }
 
-static inline int vx_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-			       struct ibv_recv_wr **bad)
+static inline int vx_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	return vx_ret(ibv_post_recv(qp, wr, bad));
 }
@@ -268,15 +265,13 @@ static inline int vx_rdma_bind_listen(struct rdma_cm_id *id, struct sockaddr *a,
 	return 0;
 }
 
-static inline int vx_rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *a,
-				       int *ret_mask)
+static inline int vx_rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *a, int *ret_mask)
 {
 	return rdma_init_qp_attr(id, a, ret_mask) ? vx_errno() : 0;
 }
 
 /* 0 with the event, -EAGAIN when none is pending, or a negative errno. */
-static inline int vx_rdma_get_cm_event(struct rdma_event_channel *ch,
-				       struct rdma_cm_event **ret)
+static inline int vx_rdma_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **ret)
 {
 	return rdma_get_cm_event(ch, ret) ? vx_errno() : 0;
 }

@@ -52,8 +52,8 @@ static int local_verbs(struct op *op)
 			return r;
 	}
 	if (q->opcode == RP_SQE_WRITE)
-		r = vlocal_write(v, op->region->xport, q->offset, e->xport, q->remote_offset, q->len,
-				 op);
+		r = vlocal_write(v, op->region->xport, q->offset, e->xport, q->remote_offset,
+				 q->len, op);
 	else
 		r = vlocal_read(v, op->region->xport, q->offset, e->xport, q->remote_offset, q->len,
 				op);

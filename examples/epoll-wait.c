@@ -36,7 +36,8 @@ int main(int argc, char **argv)
 	if (r < 0)
 		return fail("connect", r);
 	snprintf(name, sizeof(name), "epoll-example-%d", (int)getpid());
-	if ((r = rp_region_alloc(c, 4096, 0, &src)) < 0 || (r = rp_region_alloc(c, 4096, 0, &dst)) < 0 ||
+	if ((r = rp_region_alloc(c, 4096, 0, &src)) < 0 ||
+	    (r = rp_region_alloc(c, 4096, 0, &dst)) < 0 ||
 	    (r = rp_region_export(dst, name, RP_ACCESS_REMOTE_WRITE)) < 0 ||
 	    (r = rp_remote_open(c, NULL, name, &rm)) < 0)
 		return fail("setup", r);
@@ -53,9 +54,9 @@ int main(int argc, char **argv)
 		if (r < 0)
 			return fail("poll", r);
 		for (i = 0; i < r; i++, want--)
-			printf("completion: op %u cookie %llu status %d len %u imm %u\n", comp[i].op,
-			       (unsigned long long)comp[i].cookie, comp[i].status, comp[i].len,
-			       comp[i].imm);
+			printf("completion: op %u cookie %llu status %d len %u imm %u\n",
+			       comp[i].op, (unsigned long long)comp[i].cookie, comp[i].status,
+			       comp[i].len, comp[i].imm);
 		if (r == 0 && epoll_wait(ep, &got, 1, 5000) != 1)
 			return fail("epoll_wait timed out", -1);
 	}

@@ -100,10 +100,12 @@ static int run_b(int to_a, int from_a)
 
 	if ((e = rp_connect(b_sock, &c)) < 0)
 		die('B', "connect", e);
-	if ((e = rp_region_alloc(c, SIZE, 0, &r)) < 0 || (e = rp_region_alloc(c, 4096, 0, &msg)) < 0)
+	if ((e = rp_region_alloc(c, SIZE, 0, &r)) < 0 ||
+	    (e = rp_region_alloc(c, 4096, 0, &msg)) < 0)
 		die('B', "region", e);
 	if ((e = rp_region_export(r, NAME, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE)) < 0 ||
-	    (e = rp_endpoint_bind(c, NAME, &ep)) < 0 || (e = rp_post_recv(ep, msg, 0, 4096, 500)) < 0)
+	    (e = rp_endpoint_bind(c, NAME, &ep)) < 0 ||
+	    (e = rp_post_recv(ep, msg, 0, 4096, 500)) < 0)
 		die('B', "export/bind/post", e);
 	printf("[B] node %s: exported 4 MiB as \"%s\", endpoint \"%s\" has a receive posted\n",
 	       rp_node_name(c), NAME, NAME);
@@ -139,7 +141,8 @@ static int run_a(int from_b, int to_b)
 
 	if ((e = rp_connect(sock, &c)) < 0)
 		die('A', "connect", e);
-	if ((e = rp_region_alloc(c, SIZE, 0, &r)) < 0 || (e = rp_region_alloc(c, SIZE, 0, &back)) < 0)
+	if ((e = rp_region_alloc(c, SIZE, 0, &r)) < 0 ||
+	    (e = rp_region_alloc(c, SIZE, 0, &back)) < 0)
 		die('A', "region", e);
 	for (i = 0; i < SIZE / 4; i++)
 		((uint32_t *)rp_region_ptr(r))[i] = i * 2654435761u;
@@ -149,8 +152,8 @@ static int run_a(int from_b, int to_b)
 		die('A', "B did not start", -1);
 	if ((e = rp_remote_open(c, peer ? peer : rp_node_name(c), NAME, &rm)) < 0)
 		die('A', "remote open", e);
-	printf("[A] opened \"%s\" on node %s: %zu bytes\n", NAME,
-	       peer ? peer : rp_node_name(c), rp_remote_len(rm));
+	printf("[A] opened \"%s\" on node %s: %zu bytes\n", NAME, peer ? peer : rp_node_name(c),
+	       rp_remote_len(rm));
 	t0 = now_us();
 	if ((e = rp_write_imm(c, r, 0, rm, 0, SIZE, 1, RP_NOTIFY, 0xd3e0)) < 0)
 		die('A', "write", e);

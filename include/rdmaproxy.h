@@ -208,9 +208,8 @@ RP_EXPORT int rp_remote_close(struct rp_remote *rm);
  * in the completion: -RP_EREMOTEBOUNDS, -RP_EREMOTEACCESS, -RP_EUNEXPORTED,
  * -RP_ENOTIFYSPACE, -RP_ELIMIT_INFLIGHT, -RP_EOUTCOME.
  */
-RP_EXPORT int rp_write(struct rp_client *c, struct rp_region *r, size_t off,
-		       struct rp_remote *dst, size_t roff, size_t len, uint64_t cookie,
-		       unsigned flags);
+RP_EXPORT int rp_write(struct rp_client *c, struct rp_region *r, size_t off, struct rp_remote *dst,
+		       size_t roff, size_t len, uint64_t cookie, unsigned flags);
 RP_EXPORT int rp_write_imm(struct rp_client *c, struct rp_region *r, size_t off,
 			   struct rp_remote *dst, size_t roff, size_t len, uint64_t cookie,
 			   unsigned flags, uint32_t imm);

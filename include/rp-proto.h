@@ -249,14 +249,14 @@ _Static_assert(sizeof(struct rp_admin_region) == 120, "rp_admin_region");
 /* One configured peer. Counters are since the daemon started. */
 struct rp_admin_peer {
 	char name[RP_NAME_MAX];
-	char address[128];    /* HOST:PORT as configured */
-	char state[16];	      /* "up", "connecting", "handshaking", "backoff", "down" */
-	char transport[16];   /* "tcp", "verbs", "none" */
-	char direction[16];   /* of an up link: "outbound" or "inbound"; else "" */
-	char last_error[128]; /* reason of the last failure, "" if none yet */
-	int64_t since_ms;     /* unix time (ms) of the last state change, 0: unknown */
-	int64_t rtt_us;	      /* last keepalive round trip, -1: unknown */
-	uint64_t incarnation; /* the peer's, from the last handshake; 0: never */
+	char address[128];	     /* HOST:PORT as configured */
+	char state[16];		     /* "up", "connecting", "handshaking", "backoff", "down" */
+	char transport[16];	     /* "tcp", "verbs", "none" */
+	char direction[16];	     /* of an up link: "outbound" or "inbound"; else "" */
+	char last_error[128];	     /* reason of the last failure, "" if none yet */
+	int64_t since_ms;	     /* unix time (ms) of the last state change, 0: unknown */
+	int64_t rtt_us;		     /* last keepalive round trip, -1: unknown */
+	uint64_t incarnation;	     /* the peer's, from the last handshake; 0: never */
 	uint64_t tx_bytes, rx_bytes; /* payload bytes sent to / received from it */
 	uint64_t tx_ops, rx_ops;     /* operations initiated here / served for it */
 	uint64_t errors;	     /* operations reported with an error, either way */
@@ -267,7 +267,7 @@ _Static_assert(sizeof(struct rp_admin_peer) == 440, "rp_admin_peer");
 /* RP_MSG_ADMIN_PING: one round trip through the peer channel to @peer. */
 struct rp_admin_ping_req {
 	char peer[RP_NAME_MAX];
-	uint32_t seq; /* echoed */
+	uint32_t seq;	/* echoed */
 	uint32_t flags; /* none defined: must be 0 */
 };
 _Static_assert(sizeof(struct rp_admin_ping_req) == 72, "rp_admin_ping_req");
@@ -287,18 +287,18 @@ _Static_assert(sizeof(struct rp_admin_ping_reply) == 16, "rp_admin_ping_reply");
  * changed but applies only when the daemon restarts, and the text names
  * them too (tools that predate the bits ignore a reply's flags).
  */
-#define RP_RESTART_NODE_NAME 0x0001u	  /* [daemon] node_name */
-#define RP_RESTART_SOCKET 0x0002u	  /* [daemon] socket */
-#define RP_RESTART_SOCKET_MODE 0x0004u	  /* [daemon] socket_mode */
-#define RP_RESTART_SOCKET_GROUP 0x0008u	  /* [daemon] socket_group */
-#define RP_RESTART_TRANSPORT 0x0010u	  /* [daemon] transport */
-#define RP_RESTART_LISTEN 0x0020u	  /* [daemon] listen */
-#define RP_RESTART_DEVICE 0x0040u	  /* [verbs] device */
-#define RP_RESTART_PORT 0x0080u		  /* [verbs] port */
-#define RP_RESTART_GID_INDEX 0x0100u	  /* [verbs] gid_index */
-#define RP_RESTART_CQ_DEPTH 0x0200u	  /* [verbs] cq_depth */
-#define RP_RESTART_SQ_DEPTH 0x0400u	  /* [verbs] send_queue_depth */
-#define RP_RESTART_RQ_DEPTH 0x0800u	  /* [verbs] recv_queue_depth */
+#define RP_RESTART_NODE_NAME 0x0001u	/* [daemon] node_name */
+#define RP_RESTART_SOCKET 0x0002u	/* [daemon] socket */
+#define RP_RESTART_SOCKET_MODE 0x0004u	/* [daemon] socket_mode */
+#define RP_RESTART_SOCKET_GROUP 0x0008u /* [daemon] socket_group */
+#define RP_RESTART_TRANSPORT 0x0010u	/* [daemon] transport */
+#define RP_RESTART_LISTEN 0x0020u	/* [daemon] listen */
+#define RP_RESTART_DEVICE 0x0040u	/* [verbs] device */
+#define RP_RESTART_PORT 0x0080u		/* [verbs] port */
+#define RP_RESTART_GID_INDEX 0x0100u	/* [verbs] gid_index */
+#define RP_RESTART_CQ_DEPTH 0x0200u	/* [verbs] cq_depth */
+#define RP_RESTART_SQ_DEPTH 0x0400u	/* [verbs] send_queue_depth */
+#define RP_RESTART_RQ_DEPTH 0x0800u	/* [verbs] recv_queue_depth */
 #define RP_RESTART_ALL 0x0fffu
 
 /* The setting of one RP_RESTART_* bit as "section.key", or NULL for an unknown bit. */

@@ -137,7 +137,8 @@ static inline int rp_ring_view_init(struct rp_ring_view *v, void *base, size_t s
 	v->sq = (struct rp_ring_ctl *)(b + RP_RING_SQ_CTL_OFF);
 	v->cq = (struct rp_ring_ctl *)(b + RP_RING_CQ_CTL_OFF);
 	v->sqes = (struct rp_sqe *)(b + RP_RING_SQES_OFF);
-	v->cqes = (struct rp_cqe *)(b + RP_RING_SQES_OFF + (size_t)sq_entries * sizeof(struct rp_sqe));
+	v->cqes = (struct rp_cqe *)(b + RP_RING_SQES_OFF +
+				    (size_t)sq_entries * sizeof(struct rp_sqe));
 	v->sq_entries = sq_entries;
 	v->cq_entries = cq_entries;
 	return 0;

@@ -16,8 +16,9 @@ static int map_rings(struct rp_client *c, const int *fds)
 	struct stat st;
 	void *p;
 
-	if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != h->ring_size ||
-	    h->ring_size > SIZE_MAX || h->ring_size < rp_ring_bytes(h->sq_entries, h->cq_entries))
+	if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != h->ring_size || h->ring_size > SIZE_MAX ||
+	    h->ring_size < rp_ring_bytes(h->sq_entries, h->cq_entries))
 		return -EPROTO;
 	p = mmap(NULL, (size_t)h->ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	if (p == MAP_FAILED)
@@ -160,8 +161,9 @@ static int make_memfd(size_t *len, unsigned flags)
 		mfd |= MFD_HUGETLB;
 	fd = memfd_create("rdmaproxy-region", mfd);
 	if (fd < 0)
-		return (flags & RP_REGION_HUGE) && (errno == EINVAL || errno == ENOENT) ? -RP_ENOHUGE
-											: -errno;
+		return (flags & RP_REGION_HUGE) && (errno == EINVAL || errno == ENOENT)
+			       ? -RP_ENOHUGE
+			       : -errno;
 	if (fstat(fd, &st) < 0)
 		goto out_errno;
 	page = (flags & RP_REGION_HUGE) ? (size_t)st.st_blksize : (size_t)sysconf(_SC_PAGESIZE);
@@ -179,7 +181,7 @@ static int make_memfd(size_t *len, unsigned flags)
 
 out_errno:
 	err = (flags & RP_REGION_HUGE) && (errno == ENOMEM || errno == ENOSPC) ? -RP_ENOHUGE
-										 : -errno;
+									       : -errno;
 	close(fd);
 	return err;
 }
@@ -446,7 +448,9 @@ RP_EXPORT int rp_send(struct rp_client *c, const char *peer, const char *endpoin
 RP_EXPORT int rp_post_recv(struct rp_endpoint *ep, struct rp_region *r, size_t off, size_t len,
 			   uint64_t cookie)
 {
-	struct rp_sqe q = { .opcode = RP_SQE_POST_RECV, .cookie = cookie, .offset = off, .len = len };
+	struct rp_sqe q = {
+		.opcode = RP_SQE_POST_RECV, .cookie = cookie, .offset = off, .len = len
+	};
 	int err;
 
 	if (!ep)

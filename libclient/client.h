@@ -65,14 +65,14 @@ struct rp_client {
 	uint32_t sq_tail; /* private producer index */
 	uint32_t cq_head; /* private consumer index */
 	bool dead;
-	bool fd_user; /* rp_fd() was asked for: empty polls must leave the doorbell armed */
-	uint8_t wait_mode;    /* enum rp_wait_mode */
-	uint32_t spin_ns;     /* rp_wait()'s current spin before sleeping (adaptive) */
+	bool fd_user;	   /* rp_fd() was asked for: empty polls must leave the doorbell armed */
+	uint8_t wait_mode; /* enum rp_wait_mode */
+	uint32_t spin_ns;  /* rp_wait()'s current spin before sleeping (adaptive) */
 	uint64_t next_check_ns; /* when an empty poll or a submission next looks at the socket */
 	struct op_slot *ops;
-	uint32_t n_ops;	   /* slots allocated */
-	uint32_t free_op;  /* index + 1 of the first free slot, 0: none */
-	uint32_t sweep;	   /* daemon gone: the next slot to report */
+	uint32_t n_ops;		    /* slots allocated */
+	uint32_t free_op;	    /* index + 1 of the first free slot, 0: none */
+	uint32_t sweep;		    /* daemon gone: the next slot to report */
 	struct rp_region **regions; /* by id - 1 */
 	uint32_t n_regions;
 	struct rp_remote *remotes;

@@ -171,10 +171,10 @@ static int hello(struct rp_conn *c, int *ret_fds)
 		r = recv_reply(c, RP_MSG_HELLO, &c->hello, sizeof(c->hello), fds, &nfds);
 	if (r == -EACCES)
 		r = -RP_EDENIED;
-	if (r == 0 && (nfds != RP_HELLO_FDS || c->hello.magic != RP_PROTO_MAGIC ||
-		       c->hello.version < RP_PROTO_VERSION_MIN ||
-		       c->hello.version > RP_PROTO_VERSION_MAX ||
-		       !memchr(c->hello.node_name, 0, sizeof(c->hello.node_name))))
+	if (r == 0 &&
+	    (nfds != RP_HELLO_FDS || c->hello.magic != RP_PROTO_MAGIC ||
+	     c->hello.version < RP_PROTO_VERSION_MIN || c->hello.version > RP_PROTO_VERSION_MAX ||
+	     !memchr(c->hello.node_name, 0, sizeof(c->hello.node_name))))
 		r = -EPROTO;
 	if (r == 0 && ret_fds) {
 		memcpy(ret_fds, fds, sizeof(int) * RP_HELLO_FDS);

@@ -10,9 +10,9 @@ struct ctl {
 	struct rp_conn conn;
 	char path[128]; /* the socket, for messages */
 	bool json;
-	long count; /* ping -c */
+	long count;	 /* ping -c */
 	double interval; /* ping -i, seconds */
-	char **args; /* after the command */
+	char **args;	 /* after the command */
 	int nargs;
 };
 

@@ -118,7 +118,7 @@ static double now_ms(void)
 
 static void sleep_ms(double ms)
 {
-	struct timespec ts = {.tv_sec = (time_t)(ms / 1e3)};
+	struct timespec ts = { .tv_sec = (time_t)(ms / 1e3) };
 
 	ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1e3) * 1e6);
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -129,15 +129,15 @@ static void sleep_ms(double ms)
 static int ping_once(struct ctl *x, const char *peer, uint32_t seq, double *ms,
 		     struct rp_admin_ping_reply *rep, char *why, size_t whylen)
 {
-	struct rp_admin_ping_req req = {.seq = seq};
+	struct rp_admin_ping_req req = { .seq = seq };
 	double t0 = now_ms();
 	size_t n = 0;
 	int r;
 
 	snprintf(req.peer, sizeof(req.peer), "%s", peer);
 	why[0] = '\0';
-	r = ctl_request(&x->conn, RP_MSG_ADMIN_PING, &req, sizeof(req), rep, sizeof(*rep), &n, NULL, why,
-			whylen);
+	r = ctl_request(&x->conn, RP_MSG_ADMIN_PING, &req, sizeof(req), rep, sizeof(*rep), &n, NULL,
+			why, whylen);
 	*ms = now_ms() - t0;
 	if (r == 0 && (n != sizeof(*rep) || rep->seq != seq))
 		r = -EPROTO;
@@ -239,7 +239,7 @@ static bool ping_fatal(int r)
 int ctl_cmd_ping(struct ctl *x)
 {
 	char why[RP_ADMIN_TEXT_MAX];
-	struct ping_stats ps = {0};
+	struct ping_stats ps = { 0 };
 	struct rp_admin_ping_reply rep;
 	struct ctl_json j;
 	const char *peer = x->args[0];
@@ -391,7 +391,7 @@ static void metrics_line(struct ctl_json *j, struct family *f, char *line, const
 
 static void metrics_json(char *text)
 {
-	struct family f = {0};
+	struct family f = { 0 };
 	const char *help = "";
 	struct ctl_json j;
 	char *line, *save = NULL;

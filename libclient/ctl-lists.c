@@ -42,7 +42,7 @@ static void client_row(struct ctl_table *t, const struct rp_admin_client *c)
 {
 	char id[16], pid[16], uid[16], comm[sizeof(c->comm) + 1], reg[16], bytes[24], exp[16];
 	char ops[16], err[16], moved[24], inf[16];
-	const char *cells[] = {id, pid, uid, comm, reg, bytes, exp, ops, err, moved, inf};
+	const char *cells[] = { id, pid, uid, comm, reg, bytes, exp, ops, err, moved, inf };
 
 	snprintf(id, sizeof(id), "%" PRIu32, c->id);
 	snprintf(pid, sizeof(pid), "%" PRId32, c->pid);
@@ -60,9 +60,9 @@ static void client_row(struct ctl_table *t, const struct rp_admin_client *c)
 
 int ctl_cmd_clients(struct ctl *x)
 {
-	static const char *const spec[] = {">ID",      ">PID",	      ">UID",	  "~COMMAND",
-					   ">REGIONS", ">REGISTERED", ">EXPORTS", ">OPS",
-					   ">ERRORS",  ">MOVED",      ">INFLIGHT"};
+	static const char *const spec[] = { ">ID",	">PID",	       ">UID",	   "~COMMAND",
+					    ">REGIONS", ">REGISTERED", ">EXPORTS", ">OPS",
+					    ">ERRORS",	">MOVED",      ">INFLIGHT" };
 	struct rp_admin_client *v;
 	struct ctl_table t;
 	struct ctl_json j;
@@ -143,7 +143,7 @@ static void region_row(struct ctl_table *t, const struct rp_admin_region *r, boo
 {
 	char cl[16], pid[16], comm[sizeof(r->comm) + 1], id[16], size[24], busy[16];
 	char name[RP_NAME_MAX + 1];
-	const char *cells[] = {cl, pid, comm, id, size, busy, name, access_str(r->access)};
+	const char *cells[] = { cl, pid, comm, id, size, busy, name, access_str(r->access) };
 	int c;
 
 	snprintf(cl, sizeof(cl), "%" PRIu32, r->client);
@@ -164,8 +164,8 @@ static void region_row(struct ctl_table *t, const struct rp_admin_region *r, boo
 
 int ctl_cmd_regions(struct ctl *x)
 {
-	static const char *const spec[] = {">CLIENT", ">PID",  "~COMMAND", ">REGION",
-					   ">SIZE",   ">BUSY", "~EXPORT",  "ACCESS"};
+	static const char *const spec[] = { ">CLIENT", ">PID",	"~COMMAND", ">REGION",
+					    ">SIZE",   ">BUSY", "~EXPORT",  "ACCESS" };
 	struct rp_admin_region *v;
 	struct ctl_table t;
 	struct ctl_json j;
@@ -226,7 +226,7 @@ static void peer_row(struct ctl_table *t, const struct rp_admin_peer *p)
 {
 	char name[RP_NAME_MAX + 1], addr[sizeof(p->address) + 1], tp[17], st[17], since[24];
 	char rtt[24], out[24], in[24], ops[40], err[16], a[16], b[16];
-	const char *cells[] = {name, addr, tp, st, since, rtt, out, in, ops, err};
+	const char *cells[] = { name, addr, tp, st, since, rtt, out, in, ops, err };
 	struct timespec ts;
 	int64_t now_ms;
 
@@ -267,9 +267,9 @@ static void peer_reasons(const struct rp_admin_peer *v, size_t n)
 
 int ctl_cmd_peers(struct ctl *x)
 {
-	static const char *const spec[] = {"~PEER",	  "~ADDRESS", "TRANSPORT", "STATE",
-					   ">FOR",	  ">RTT",     ">SENT",	   ">RECEIVED",
-					   ">OPS OUT/IN", ">ERRORS"};
+	static const char *const spec[] = { "~PEER",	   "~ADDRESS", "TRANSPORT", "STATE",
+					    ">FOR",	   ">RTT",     ">SENT",	    ">RECEIVED",
+					    ">OPS OUT/IN", ">ERRORS" };
 	struct rp_admin_peer *v;
 	struct ctl_table t;
 	struct ctl_json j;

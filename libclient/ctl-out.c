@@ -9,7 +9,7 @@
 
 const char *ctl_bytes(uint64_t n, char *buf, size_t len)
 {
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 	double v = (double)n / 1024;
 	unsigned i = 0;
 

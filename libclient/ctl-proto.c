@@ -20,8 +20,8 @@ static int recv_packet(struct rp_conn *c, uint16_t type, void *reply, size_t cap
 {
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
 	const struct rp_hdr *h = (const struct rp_hdr *)buf;
-	struct msghdr mh = {0};
-	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+	struct msghdr mh = { 0 };
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 	size_t body;
 	ssize_t n;
 
@@ -72,7 +72,7 @@ int ctl_request(struct rp_conn *c, uint16_t type, const void *body, size_t len, 
 static int get_page(struct rp_conn *c, uint16_t type, uint64_t cursor, char *buf, size_t cap,
 		    struct rp_admin_page *pg, size_t unit, char *why, size_t whylen)
 {
-	struct rp_admin_page_req req = {.cursor = cursor};
+	struct rp_admin_page_req req = { .cursor = cursor };
 	size_t n = 0;
 	int r;
 
@@ -92,7 +92,7 @@ int ctl_list(struct rp_conn *c, uint16_t type, size_t recsize, void **ret, size_
 	     size_t whylen)
 {
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
-	struct rp_admin_page pg = {0};
+	struct rp_admin_page pg = { 0 };
 	uint64_t cursor = 0;
 	char *v = NULL, *nv;
 	size_t n = 0;
@@ -124,7 +124,7 @@ out_free:
 int ctl_metrics(struct rp_conn *c, char **ret, size_t *ret_len, char *why, size_t whylen)
 {
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
-	struct rp_admin_page pg = {0};
+	struct rp_admin_page pg = { 0 };
 	uint64_t cursor = 0;
 	char *text = NULL, *nt;
 	size_t n = 0;

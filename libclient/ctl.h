@@ -16,10 +16,10 @@
 
 /* Exit codes (documented in rdmaproxyctl(8)). */
 #define CTL_EXIT_OK 0
-#define CTL_EXIT_FAILED 1 /* the daemon refused or failed the request */
+#define CTL_EXIT_FAILED 1      /* the daemon refused or failed the request */
 #define CTL_EXIT_UNREACHABLE 2 /* no daemon on the socket, or it went away */
-#define CTL_EXIT_RESTART 3 /* reloaded, but changed settings need a restart */
-#define CTL_EXIT_USAGE 64 /* bad command line (EX_USAGE) */
+#define CTL_EXIT_RESTART 3     /* reloaded, but changed settings need a restart */
+#define CTL_EXIT_USAGE 64      /* bad command line (EX_USAGE) */
 
 /* ---- ctl-proto.c ---- */
 
@@ -58,9 +58,9 @@ const char *ctl_str(const char *field, size_t size, char *buf, size_t len);
 struct ctl_table {
 	int ncols;
 	const char *head[CTL_MAX_COLS];
-	bool right[CTL_MAX_COLS]; /* right-aligned (numbers) */
+	bool right[CTL_MAX_COLS];  /* right-aligned (numbers) */
 	bool shrink[CTL_MAX_COLS]; /* may be cut (marked with ~) to fit */
-	char ***rows; /* rows[i][col], malloc'ed */
+	char ***rows;		   /* rows[i][col], malloc'ed */
 	size_t nrows, cap;
 	bool oom;
 };
@@ -81,10 +81,10 @@ struct ctl_json {
 };
 
 void json_begin(struct ctl_json *j, FILE *f);
-void json_end(struct ctl_json *j); /* final newline */
+void json_end(struct ctl_json *j);		    /* final newline */
 void json_obj(struct ctl_json *j, const char *key); /* key NULL inside arrays / at top */
 void json_arr(struct ctl_json *j, const char *key);
-void json_close(struct ctl_json *j, char bracket); /* '}' or ']' */
+void json_close(struct ctl_json *j, char bracket);		   /* '}' or ']' */
 void json_str(struct ctl_json *j, const char *key, const char *v); /* v NULL: null */
 void json_u64(struct ctl_json *j, const char *key, uint64_t v);
 void json_i64(struct ctl_json *j, const char *key, int64_t v);

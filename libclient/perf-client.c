@@ -440,8 +440,7 @@ static int send_pingpong(struct perf_client *pc, double *us)
 {
 	uint64_t want = pc->recv_seq + 1;
 	double t0 = perf_now_us(), start = t0;
-	int r = rp_send(pc->c, pc->peer, pc->ready.s_name, pc->data, 0, pc->size,
-			next_cookie(pc));
+	int r = rp_send(pc->c, pc->peer, pc->ready.s_name, pc->data, 0, pc->size, next_cookie(pc));
 
 	if (r < 0)
 		return fail(r, "rp_send");
@@ -524,8 +523,8 @@ static int alloc_regions(struct perf_client *pc)
 			return fail(r, "credit region");
 		pc->slot_hash = calloc(pc->nslots, sizeof(uint64_t));
 		for (i = 0; pc->slot_hash && pc->o->verify && i < pc->nslots; i++)
-			pc->slot_hash[i] =
-				perf_fnv1a((char *)rp_region_ptr(pc->data) + i * pc->size, pc->size);
+			pc->slot_hash[i] = perf_fnv1a(
+				(char *)rp_region_ptr(pc->data) + i * pc->size, pc->size);
 	}
 	return 0;
 }
@@ -563,7 +562,8 @@ static int session_setup(struct perf_client *pc, const struct perf_test *t, size
 	if (pc->ready.status < 0)
 		return fail(pc->ready.status, "server setup");
 	pc->credit_seen = pc->ready.rx_posted;
-	if (pc->op != PERF_SEND && (r = rp_remote_open(pc->c, pc->peer, pc->ready.s_name, &pc->rm)) < 0)
+	if (pc->op != PERF_SEND &&
+	    (r = rp_remote_open(pc->c, pc->peer, pc->ready.s_name, &pc->rm)) < 0)
 		return fail(r, "rp_remote_open");
 	return 0;
 }
@@ -585,7 +585,8 @@ static int session_finish(struct perf_client *pc, struct perf_result *res)
 	}
 	m.count = pc->ok_total;
 	m.nslots = (uint32_t)pc->used_slots;
-	if ((r = perf_send_msg(pc->ctl, &m)) < 0 || (r = perf_recv_msg(pc->ctl, &done, MSG_DONE)) < 0)
+	if ((r = perf_send_msg(pc->ctl, &m)) < 0 ||
+	    (r = perf_recv_msg(pc->ctl, &done, MSG_DONE)) < 0)
 		return perf_set_error("control channel: %s", strerror(-r)), r;
 	if (done.status < 0)
 		return fail(done.status, "server");
@@ -661,9 +662,8 @@ int perf_client_run(struct perf_client *pc, int test, size_t size, long iters, l
 	pc->samples = NULL;
 	pc->samples_cap = pc->nsamples = 0;
 	if (r == 0 && pc->first_error)
-		perf_set_error("%llu of %llu ops failed, first: %s",
-			       (unsigned long long)pc->errors, (unsigned long long)pc->posted,
-			       rp_strerror(pc->first_error));
+		perf_set_error("%llu of %llu ops failed, first: %s", (unsigned long long)pc->errors,
+			       (unsigned long long)pc->posted, rp_strerror(pc->first_error));
 	if (r == 0)
 		r = session_finish(pc, res);
 	session_teardown(pc);

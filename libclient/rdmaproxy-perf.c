@@ -131,9 +131,9 @@ static const struct {
 	enum perf_op op;
 	enum perf_metric metric;
 } test_table[] = {
-	{ "write_bw", "write", PERF_WRITE, PERF_BW }, { "read_bw", "read", PERF_READ, PERF_BW },
-	{ "send_bw", "send", PERF_SEND, PERF_BW },    { "write_lat", NULL, PERF_WRITE, PERF_LAT },
-	{ "read_lat", NULL, PERF_READ, PERF_LAT },    { "send_lat", NULL, PERF_SEND, PERF_LAT },
+	{ "write_bw", "write", PERF_WRITE, PERF_BW },  { "read_bw", "read", PERF_READ, PERF_BW },
+	{ "send_bw", "send", PERF_SEND, PERF_BW },     { "write_lat", NULL, PERF_WRITE, PERF_LAT },
+	{ "read_lat", NULL, PERF_READ, PERF_LAT },     { "send_lat", NULL, PERF_SEND, PERF_LAT },
 	{ "write_sync", NULL, PERF_WRITE, PERF_SYNC },
 };
 #define N_TESTS (int)(sizeof(test_table) / sizeof(test_table[0]))
@@ -169,17 +169,26 @@ static int add_test(struct perf_opts *o, const char *name)
 enum { OPT_VERIFY = 256, OPT_JSON, OPT_QUIET, OPT_SERVER, OPT_CLIENT, OPT_STAGGER };
 
 static const struct option long_opts[] = {
-	{ "size", required_argument, NULL, 's' },    { "all", no_argument, NULL, 'a' },
-	{ "iters", required_argument, NULL, 'n' },   { "duration", required_argument, NULL, 'D' },
-	{ "warmup", required_argument, NULL, 'w' },  { "depth", required_argument, NULL, 'q' },
-	{ "clients", required_argument, NULL, 'c' }, { "peer", required_argument, NULL, 'P' },
-	{ "socket", required_argument, NULL, 'S' },  { "events", no_argument, NULL, 'e' },
-	{ "verify", no_argument, NULL, OPT_VERIFY }, { "json", no_argument, NULL, OPT_JSON },
-	{ "quiet", no_argument, NULL, OPT_QUIET },   { "server", no_argument, NULL, OPT_SERVER },
+	{ "size", required_argument, NULL, 's' },
+	{ "all", no_argument, NULL, 'a' },
+	{ "iters", required_argument, NULL, 'n' },
+	{ "duration", required_argument, NULL, 'D' },
+	{ "warmup", required_argument, NULL, 'w' },
+	{ "depth", required_argument, NULL, 'q' },
+	{ "clients", required_argument, NULL, 'c' },
+	{ "peer", required_argument, NULL, 'P' },
+	{ "socket", required_argument, NULL, 'S' },
+	{ "events", no_argument, NULL, 'e' },
+	{ "verify", no_argument, NULL, OPT_VERIFY },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "quiet", no_argument, NULL, OPT_QUIET },
+	{ "server", no_argument, NULL, OPT_SERVER },
 	{ "client", required_argument, NULL, OPT_CLIENT },
 	{ "stagger", required_argument, NULL, OPT_STAGGER },
-	{ "port", required_argument, NULL, 'p' },    { "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },	     { NULL, 0, NULL, 0 },
+	{ "port", required_argument, NULL, 'p' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
 };
 
 static int parse_opt(struct perf_opts *o, int ch, const char *arg)
@@ -226,13 +235,27 @@ static int parse_opt(struct perf_opts *o, int ch, const char *arg)
 			return -EINVAL;
 		o->port = (int)v;
 		return 0;
-	case 'P': o->peer = arg; return 0;
-	case 'S': o->socket = arg; return 0;
-	case 'e': o->events = true; return 0;
-	case OPT_VERIFY: o->verify = true; return 0;
-	case OPT_JSON: o->json = true; return 0;
-	case OPT_QUIET: o->quiet = true; return 0;
-	case OPT_SERVER: o->role = 1; return 0;
+	case 'P':
+		o->peer = arg;
+		return 0;
+	case 'S':
+		o->socket = arg;
+		return 0;
+	case 'e':
+		o->events = true;
+		return 0;
+	case OPT_VERIFY:
+		o->verify = true;
+		return 0;
+	case OPT_JSON:
+		o->json = true;
+		return 0;
+	case OPT_QUIET:
+		o->quiet = true;
+		return 0;
+	case OPT_SERVER:
+		o->role = 1;
+		return 0;
 	case OPT_CLIENT:
 		o->role = 2;
 		o->host = arg;
@@ -247,8 +270,9 @@ static int parse_args(struct perf_opts *o, int argc, char **argv)
 {
 	int ch;
 
-	*o = (struct perf_opts){ .iters = 1000, .warmup = -1, .depth = 32, .clients = 1,
-				 .port = PERF_DEFAULT_PORT };
+	*o = (struct perf_opts){
+		.iters = 1000, .warmup = -1, .depth = 32, .clients = 1, .port = PERF_DEFAULT_PORT
+	};
 	while ((ch = getopt_long(argc, argv, "s:an:D:w:q:c:P:S:ep:hV", long_opts, NULL)) != -1) {
 		if (ch == 'h') {
 			usage(stdout);
@@ -343,8 +367,10 @@ static int connect_tcp(const char *host, int port)
 
 static int run_server(const struct perf_opts *o)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE,
-				  .ai_family = AF_INET6 }, *ai;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE,
+				  .ai_family = AF_INET6 },
+			*ai;
 	char svc[16];
 	int fd, cfd, one = 1, zero = 0;
 
@@ -415,7 +441,8 @@ static const char *test_label(const struct perf_opts *o, int t)
 	int i;
 
 	for (i = 0; i < N_TESTS; i++)
-		if (test_table[i].op == o->tests[t].op && test_table[i].metric == o->tests[t].metric)
+		if (test_table[i].op == o->tests[t].op &&
+		    test_table[i].metric == o->tests[t].metric)
 			return test_table[i].name;
 	return "?";
 }
@@ -447,8 +474,8 @@ static int run_worker(const struct perf_opts *o, struct perf_result *res, struct
 		for (k = 0; r == 0 && k < nsz; k++) {
 			size = size_of(o, t, k);
 			n = iters_for(o, t, size);
-			r = perf_client_run(pc, t, size, n, warmup_for(o, t, n),
-					    &res[t * nsz + k], sh ? barrier_sync : NULL, sh);
+			r = perf_client_run(pc, t, size, n, warmup_for(o, t, n), &res[t * nsz + k],
+					    sh ? barrier_sync : NULL, sh);
 			if (r == 0 && (res[t * nsz + k].errors || !res[t * nsz + k].verified))
 				fprintf(stderr, "rdmaproxy-perf: %s %zu B: %s\n", test_label(o, t),
 					size,
@@ -539,8 +566,8 @@ static void print_table(const struct perf_opts *o, struct perf_result **per, int
 	int t, k, nsz = o->nsizes ? o->nsizes : 1;
 	struct agg a;
 
-	printf("# rdmaproxy-perf %s: node %s -> peer %s, %d client(s), %s\n", PACKAGE_VERSION,
-	       node, o->peer ? o->peer : node, o->clients,
+	printf("# rdmaproxy-perf %s: node %s -> peer %s, %d client(s), %s\n", PACKAGE_VERSION, node,
+	       o->peer ? o->peer : node, o->clients,
 	       o->events ? "sleeping on rp_fd" : "spinning on rp_poll");
 	for (t = 0; t < o->ntests; t++) {
 		bool bw = o->tests[t].metric == PERF_BW;
@@ -548,22 +575,23 @@ static void print_table(const struct perf_opts *o, struct perf_result **per, int
 		printf("\n# %s", test_label(o, t));
 		if (bw)
 			printf(" (depth %d)\n %-10s %-10s %12s %10s %14s %7s %7s\n", o->depth,
-			       "#bytes", "#ops", "BW[MiB/s]", "BW[Gb/s]", "MsgRate[Mops]",
-			       "errors", "verify");
+			       "#bytes", "#ops", "BW[MiB/s]", "BW[Gb/s]", "MsgRate[Mops]", "errors",
+			       "verify");
 		else
 			printf(" (%s)\n %-10s %-10s %10s %10s %10s %10s %10s\n",
 			       o->tests[t].metric == PERF_SYNC
 				       ? "full round trip, one write outstanding"
-			       : o->tests[t].op == PERF_READ ? "full round trip, one read outstanding"
-							     : "ping-pong, half round trip",
+			       : o->tests[t].op == PERF_READ
+				       ? "full round trip, one read outstanding"
+				       : "ping-pong, half round trip",
 			       "#bytes", "#iters", "t_min[us]", "t_med[us]", "t_p99[us]",
 			       "t_max[us]", "t_avg[us]");
 		for (k = 0; k < nsz; k++) {
 			aggregate(per, nw, t * nsz + k, &a);
 			if (bw)
 				printf(" %-10zu %-10llu %12.2f %10.3f %14.6f %7llu %7s\n",
-				       size_of(o, t, k), (unsigned long long)a.ops, a.mibps,
-				       a.gbps, a.mops, (unsigned long long)a.errors,
+				       size_of(o, t, k), (unsigned long long)a.ops, a.mibps, a.gbps,
+				       a.mops, (unsigned long long)a.errors,
 				       verified_text(a.verified));
 			else
 				printf(" %-10zu %-10llu %10.2f %10.2f %10.2f %10.2f %10.2f\n",
@@ -584,8 +612,7 @@ static void print_json(const struct perf_opts *o, struct perf_result **per, int 
 	       "\"clients\":%d,\"stagger_ms\":%d,\"depth\":%d,\"poll\":\"%s\",\"verify\":%s,"
 	       "\"ok\":%s,\"results\":[",
 	       PACKAGE_VERSION, node, o->peer ? o->peer : node, o->clients, o->stagger_ms, o->depth,
-	       o->events ? "events" : "spin", o->verify ? "true" : "false",
-	       ok ? "true" : "false");
+	       o->events ? "events" : "spin", o->verify ? "true" : "false", ok ? "true" : "false");
 	for (t = 0; t < o->ntests; t++)
 		for (k = 0; k < nsz; k++) {
 			aggregate(per, nw, t * nsz + k, &a);
@@ -605,11 +632,11 @@ static void print_json(const struct perf_opts *o, struct perf_result **per, int 
 				printf(",\"method\":\"%s\",\"iterations\":%llu,\"lat_us\":{"
 				       "\"min\":%.3f,\"median\":%.3f,\"p99\":%.3f,\"max\":%.3f,"
 				       "\"avg\":%.3f}",
-				       lat_method(&o->tests[t]),
-				       (unsigned long long)a.nsamples, a.min, a.median, a.p99,
-				       a.max, a.avg);
-			printf(",\"verified\":%s}",
-			       a.verified < 0 ? "null" : a.verified ? "true" : "false");
+				       lat_method(&o->tests[t]), (unsigned long long)a.nsamples,
+				       a.min, a.median, a.p99, a.max, a.avg);
+			printf(",\"verified\":%s}", a.verified < 0 ? "null"
+						    : a.verified   ? "true"
+								   : "false");
 			sep = ",";
 		}
 	printf("\n]}\n");
@@ -728,8 +755,8 @@ static int run(struct perf_opts *o)
 	if (o->clients == 1) {
 		r = run_worker(o, per[0], NULL, node, sizeof(node));
 	} else {
-		char *shared_node = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-					 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		char *shared_node =
+			mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 		r = shared_node == MAP_FAILED ? -ENOMEM : run_workers(o, per, nres, shared_node);
 		if (shared_node != MAP_FAILED) {

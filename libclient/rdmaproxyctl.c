@@ -154,7 +154,7 @@ static void reload_warn(uint16_t restart)
 static int cmd_reload(struct ctl *x)
 {
 	char why[RP_ADMIN_TEXT_MAX] = "";
-	struct rp_admin_text t = {0};
+	struct rp_admin_text t = { 0 };
 	uint16_t restart = 0;
 	size_t n = 0;
 	int r;
@@ -179,10 +179,10 @@ static const struct {
 	int nargs;
 	int (*run)(struct ctl *x);
 } commands[] = {
-	{"status", 0, ctl_cmd_status},	 {"peers", 0, ctl_cmd_peers},
-	{"clients", 0, ctl_cmd_clients}, {"regions", 0, ctl_cmd_regions},
-	{"ping", 1, ctl_cmd_ping},	 {"reload", 0, cmd_reload},
-	{"metrics", 0, ctl_cmd_metrics},
+	{ "status", 0, ctl_cmd_status },   { "peers", 0, ctl_cmd_peers },
+	{ "clients", 0, ctl_cmd_clients }, { "regions", 0, ctl_cmd_regions },
+	{ "ping", 1, ctl_cmd_ping },	   { "reload", 0, cmd_reload },
+	{ "metrics", 0, ctl_cmd_metrics },
 };
 
 static int usage_error(const char *what, const char *arg)
@@ -208,13 +208,13 @@ static int parse_number(const char *s, double min, double max, double *ret)
 static int parse_args(int argc, char **argv, struct ctl *x, const char **path)
 {
 	static const struct option opts[] = {
-		{"socket", required_argument, NULL, 's'},
-		{"json", no_argument, NULL, 'j'},
-		{"count", required_argument, NULL, 'c'},
-		{"interval", required_argument, NULL, 'i'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
 	};
 	double v;
 	int o;
@@ -252,7 +252,7 @@ static int parse_args(int argc, char **argv, struct ctl *x, const char **path)
 
 int main(int argc, char **argv)
 {
-	struct ctl x = {.count = 5, .interval = 0.2};
+	struct ctl x = { .count = 5, .interval = 0.2 };
 	const char *path = NULL;
 	size_t i;
 	int r;

@@ -158,9 +158,8 @@ static int rw(struct rp_client *c, uint16_t op, struct rp_region *r, size_t off,
 	return client_submit(c, &q);
 }
 
-RP_EXPORT int rp_write(struct rp_client *c, struct rp_region *r, size_t off,
-		       struct rp_remote *dst, size_t roff, size_t len, uint64_t cookie,
-		       unsigned flags)
+RP_EXPORT int rp_write(struct rp_client *c, struct rp_region *r, size_t off, struct rp_remote *dst,
+		       size_t roff, size_t len, uint64_t cookie, unsigned flags)
 {
 	return rw(c, RP_SQE_WRITE, r, off, dst, roff, len, cookie, flags, 0);
 }

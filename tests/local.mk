@@ -8,8 +8,8 @@ include tests/vm/local.mk
 include tests/vm/daemon.mk
 include tests/vm/peers.mk
 
-TESTS += tests/check-man.sh tests/check-layers.sh tests/test-settle.sh
-EXTRA_DIST += tests/check-man.sh tests/check-layers.sh tests/unit/tap.h tests/settle.sh \
+TESTS += tests/check-man.sh tests/check-layers.sh tests/check-format.sh tests/test-settle.sh
+EXTRA_DIST += tests/check-man.sh tests/check-layers.sh tests/check-format.sh .clang-format tests/unit/tap.h tests/settle.sh \
 	tests/test-settle.sh
 
 # The verbs loopback module, tested on real rxe inside the guest (tests/vm).

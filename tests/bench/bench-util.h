@@ -81,8 +81,8 @@ static inline void bench_print_stats(const char *name, const struct bench_stats 
 		       "\"avg\":%.4f}",
 		       name, s->min, s->median, s->p99, s->max, s->avg);
 	else
-		printf("%-12s min %9.3f  median %9.3f  p99 %9.3f  max %10.3f  avg %9.3f us\n",
-		       name, s->min, s->median, s->p99, s->max, s->avg);
+		printf("%-12s min %9.3f  median %9.3f  p99 %9.3f  max %10.3f  avg %9.3f us\n", name,
+		       s->min, s->median, s->p99, s->max, s->avg);
 }
 
 static inline bool bench_parse_ulong(const char *s, unsigned long min, unsigned long max,

@@ -70,9 +70,11 @@ int main(int argc, char **argv)
 			json = true;
 		else if (a + 1 == argc)
 			return usage();
-		else if (!strcmp(argv[a], "-n") && bench_parse_ulong(argv[a + 1], 1, 100000000, &iters))
+		else if (!strcmp(argv[a], "-n") &&
+			 bench_parse_ulong(argv[a + 1], 1, 100000000, &iters))
 			a++;
-		else if (!strcmp(argv[a], "-w") && bench_parse_ulong(argv[a + 1], 0, 100000000, &warmup))
+		else if (!strcmp(argv[a], "-w") &&
+			 bench_parse_ulong(argv[a + 1], 0, 100000000, &warmup))
 			a++;
 		else if (!strcmp(argv[a], "-y") &&
 			 bench_parse_ulong(argv[a + 1], 0, 1ul << 30, &yield_every))

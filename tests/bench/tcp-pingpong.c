@@ -101,11 +101,14 @@ int main(int argc, char **argv)
 			block = true;
 		else if (a + 1 == argc)
 			return usage();
-		else if (!strcmp(argv[a], "-n") && bench_parse_ulong(argv[a + 1], 1, 100000000, &iters))
+		else if (!strcmp(argv[a], "-n") &&
+			 bench_parse_ulong(argv[a + 1], 1, 100000000, &iters))
 			a++;
-		else if (!strcmp(argv[a], "-w") && bench_parse_ulong(argv[a + 1], 0, 100000000, &warmup))
+		else if (!strcmp(argv[a], "-w") &&
+			 bench_parse_ulong(argv[a + 1], 0, 100000000, &warmup))
 			a++;
-		else if (!strcmp(argv[a], "-s") && bench_parse_ulong(argv[a + 1], 1, 1ul << 20, &size))
+		else if (!strcmp(argv[a], "-s") &&
+			 bench_parse_ulong(argv[a + 1], 1, 1ul << 20, &size))
 			a++;
 		else if (!strcmp(argv[a], "-y") &&
 			 bench_parse_ulong(argv[a + 1], 0, 1ul << 30, &yield_every))
@@ -159,7 +162,8 @@ int main(int argc, char **argv)
 	if (json) {
 		printf("{\"tool\":\"tcp-pingpong\",\"iterations\":%lu,\"warmup\":%lu,\"size\":%lu,"
 		       "\"wait\":\"%s\",",
-		       iters, warmup, size, block ? "blocking recv" : "spinning recv(MSG_DONTWAIT)");
+		       iters, warmup, size,
+		       block ? "blocking recv" : "spinning recv(MSG_DONTWAIT)");
 		bench_print_stats("rtt_us", &rtt, true);
 		putchar(',');
 		bench_print_stats("one_way_us", &oneway, true);

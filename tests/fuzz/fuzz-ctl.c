@@ -44,7 +44,7 @@ static bool trace; /* FUZZ_CORE_TRACE set: say what happens, to write seeds */
 
 static void setup(struct th *t, uint8_t b, uid_t *uid)
 {
-	static uid_t allowed[] = {1000, 1001, 1002};
+	static uid_t allowed[] = { 1000, 1001, 1002 };
 
 	t->cfg.allowed_uids = allowed;
 	t->cfg.n_allowed_uids = 3;

@@ -45,9 +45,9 @@ _Static_assert(FS_RAW_LEN == offsetof(struct rp_sqe, pad), "FS_RAW_LEN");
 
 struct side {
 	struct th_session *ts; /* NULL once closed (it may be freed) */
-	bool hostile; /* wrote a ring index */
-	bool insane; /* submitted an entry the daemon must refuse (-EPROTO) */
-	uint32_t accounted; /* submission index up to which consumption is recorded */
+	bool hostile;	       /* wrote a ring index */
+	bool insane;	       /* submitted an entry the daemon must refuse (-EPROTO) */
+	uint32_t accounted;    /* submission index up to which consumption is recorded */
 	uint64_t cookie_at[RP_RING_SQ_ENTRIES];
 };
 
@@ -57,7 +57,7 @@ static uint8_t owner[MAX_COOKIES]; /* side + 1 */
 static uint8_t consumed[MAX_COOKIES], seen[MAX_COOKIES];
 static uint64_t next_cookie;
 static unsigned n_closed; /* sessions closed, each to be freed exactly once */
-static bool trace; /* FUZZ_CORE_TRACE set: say what happens, to write seeds */
+static bool trace;	  /* FUZZ_CORE_TRACE set: say what happens, to write seeds */
 
 /* An invariant: a violation is a crash libFuzzer reports, with the condition. */
 #define check(cond)                                                                \
@@ -75,7 +75,7 @@ static bool trace; /* FUZZ_CORE_TRACE set: say what happens, to write seeds */
 /* Side @k's session with its regions and destinations (there is no DEST_CLOSE). */
 static void build_side(int k)
 {
-	static const char *const ep[2] = {"a.ep", "b.ep"};
+	static const char *const ep[2] = { "a.ep", "b.ep" };
 	struct th_session *ts = th_session_new(&t, 1000 + k, 1000 + k);
 	uint32_t id = 0;
 
@@ -107,7 +107,7 @@ static void local_handle(struct th_session *ts, uint32_t id, const char *name)
 /* A's handle to an export on the peer, not withdrawn, or opened again. */
 static void far_handle(struct th_session *a)
 {
-	struct remote far = {.peer = TH_PEER, .inc = 1, .id = 1, .len = 1 << 16};
+	struct remote far = { .peer = TH_PEER, .inc = 1, .id = 1, .len = 1 << 16 };
 	struct export *e = idtab_get(&a->s.remotes, FS_H_FAR);
 
 	if (e && e->remote && !e->remote->revoked)

@@ -65,7 +65,7 @@ static void save(const char *kind, const char *name)
 
 static void pkt(uint8_t ctl, uint16_t type, const void *body, size_t len)
 {
-	struct rp_hdr h = {.len = (uint32_t)(sizeof(h) + len), .type = type, .seq = ++seq};
+	struct rp_hdr h = { .len = (uint32_t)(sizeof(h) + len), .type = type, .seq = ++seq };
 	uint16_t n = (uint16_t)h.len;
 
 	put8(&sb, ctl);
@@ -76,7 +76,7 @@ static void pkt(uint8_t ctl, uint16_t type, const void *body, size_t len)
 
 static void hello_v(uint16_t min, uint16_t max)
 {
-	struct rp_hello req = {.magic = RP_PROTO_MAGIC, .version_min = min, .version_max = max};
+	struct rp_hello req = { .magic = RP_PROTO_MAGIC, .version_min = min, .version_max = max };
 
 	pkt(0, RP_MSG_HELLO, &req, sizeof(req));
 }
@@ -88,21 +88,21 @@ static void hello(void)
 
 static void region(uint8_t fd, uint64_t len)
 {
-	struct rp_region_reg req = {.len = len};
+	struct rp_region_reg req = { .len = len };
 
 	pkt(fd, RP_MSG_REGION_REG, &req, sizeof(req));
 }
 
 static void id_req(uint16_t type, uint32_t id)
 {
-	struct rp_id req = {.id = id};
+	struct rp_id req = { .id = id };
 
 	pkt(0, type, &req, sizeof(req));
 }
 
 static void export_req(uint16_t type, uint32_t region, uint32_t access, const char *name)
 {
-	struct rp_export_req req = {.region = region, .access = access};
+	struct rp_export_req req = { .region = region, .access = access };
 
 	strcpy(req.name, name);
 	pkt(0, type, &req, sizeof(req));
@@ -129,7 +129,7 @@ static void ep_bind(const char *name)
 
 static void ctl_seeds(void)
 {
-	struct rp_admin_page_req page = {0};
+	struct rp_admin_page_req page = { 0 };
 	uint32_t rw = RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE;
 
 	put8(&sb, 0);
@@ -176,7 +176,7 @@ static void ctl_seeds(void)
 	hello();
 	ep_bind("x");
 	{
-		struct rp_ep_req req = {.name = "y"};
+		struct rp_ep_req req = { .name = "y" };
 
 		pkt(FC_FD_DEVNULL, RP_MSG_EP_BIND, &req,
 		    sizeof(req)); /* an fd where none belongs */
@@ -246,7 +246,7 @@ static void ctl_seeds(void)
 	put8(&sb, 0);
 	hello();
 	{
-		struct rp_hdr h = {.len = 99, .type = RP_MSG_EP_BIND, .seq = 5};
+		struct rp_hdr h = { .len = 99, .type = RP_MSG_EP_BIND, .seq = 5 };
 		char name[64] = "fixed";
 		uint16_t n = sizeof(h) + sizeof(name);
 
@@ -272,9 +272,9 @@ static void sqe(bool b, uint8_t count, uint8_t op, uint8_t region, uint8_t targe
 		.region = region,
 		.target = target,
 		.flags = flags,
-		.offset = {(uint8_t)off, (uint8_t)(off >> 8)},
-		.remote_offset = {(uint8_t)roff, (uint8_t)(roff >> 8)},
-		.len = {(uint8_t)len, (uint8_t)(len >> 8)},
+		.offset = { (uint8_t)off, (uint8_t)(off >> 8) },
+		.remote_offset = { (uint8_t)roff, (uint8_t)(roff >> 8) },
+		.len = { (uint8_t)len, (uint8_t)(len >> 8) },
 		.imm = imm,
 	};
 
@@ -305,7 +305,7 @@ static void cmd2(bool b, uint8_t c, uint8_t x, uint8_t y)
 
 static void sqe_seeds(void)
 {
-	struct rp_sqe raw = {.opcode = 9, .len = 1, .region = 1, .target = 1};
+	struct rp_sqe raw = { .opcode = 9, .len = 1, .region = 1, .target = 1 };
 	uint32_t v = 0x12345;
 	int i;
 

@@ -24,8 +24,8 @@ static void die(const char *what, int err)
 
 static void export_all(struct rp_region **v, int n)
 {
-	static const unsigned acc[] = {RP_ACCESS_REMOTE_READ, RP_ACCESS_REMOTE_WRITE,
-				       RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE};
+	static const unsigned acc[] = { RP_ACCESS_REMOTE_READ, RP_ACCESS_REMOTE_WRITE,
+					RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE };
 	char name[RP_NAME_LEN + 1];
 	int i, r;
 

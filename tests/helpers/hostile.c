@@ -242,7 +242,9 @@ static int raw_hello(void)
 		char b[CMSG_SPACE(sizeof(int) * 3)];
 	} ctl;
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl.b,
 			     .msg_controllen = sizeof(ctl.b) };
 	struct cmsghdr *cm;
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -295,7 +297,8 @@ static int bigreg(long mb)
 		during += cp.status == 0;
 	}
 	printf("reg_status=%d\nwrites_during=%ld\n",
-	       recv(raw, buf, sizeof(buf), 0) > 0 ? ((struct rp_hdr *)buf)->status : -EPIPE, during);
+	       recv(raw, buf, sizeof(buf), 0) > 0 ? ((struct rp_hdr *)buf)->status : -EPIPE,
+	       during);
 	close(raw);
 	rp_disconnect(c);
 	return 0;

@@ -153,7 +153,8 @@ static int memfd(size_t size, unsigned seals)
 {
 	int fd = memfd_create("probe", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
-	if (fd < 0 || ftruncate(fd, (off_t)size) < 0 || (seals && fcntl(fd, F_ADD_SEALS, seals) < 0))
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0 ||
+	    (seals && fcntl(fd, F_ADD_SEALS, seals) < 0))
 		exit(3);
 	return fd;
 }
@@ -225,7 +226,8 @@ static int region(int fd, const char *kind, const char *self)
 	int rfd;
 
 	if (!strcmp(kind, "twofds")) {
-		send_two_fds(fd, &req, sizeof(req), region_fd("good", self), region_fd("good", self));
+		send_two_fds(fd, &req, sizeof(req), region_fd("good", self),
+			     region_fd("good", self));
 		return expect_hangup(fd);
 	}
 	if (!strcmp(kind, "nofd")) {

@@ -75,7 +75,8 @@ static void sizes(struct rdev *d, struct vlocal *v, struct vmr *ms, unsigned cha
 		tap_ok(vlocal_write(v, ms, 0, md, 0, n, (void *)(uintptr_t)(i + 1)) == 0 &&
 			       wait_done(d, base + 1) == 0 && statuses[i + 1] == 0 &&
 			       fnv1a(src, n) == fnv1a(dst, n),
-		       "RDMA WRITE of %llu bytes lands with the same checksum", (unsigned long long)n);
+		       "RDMA WRITE of %llu bytes lands with the same checksum",
+		       (unsigned long long)n);
 		tap_ok(vlocal_read(v, mb, 0, md, 0, n, (void *)(uintptr_t)(i + 5)) == 0 &&
 			       wait_done(d, base + 2) == 0 && statuses[i + 5] == 0 &&
 			       fnv1a(src, n) == fnv1a(back, n),
@@ -110,8 +111,8 @@ static void failed_transition(struct rdev *d)
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 200; /* no such port */
 	errno = 0;
-	r = vx_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				     IBV_QP_ACCESS_FLAGS);
+	r = vx_modify_qp(qp, &a,
+			 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	tap_ok(r < 0, "RESET -> INIT on port 200 is refused and reported as %d (%s)", r,
 	       strerror(-r));
 	errno = 0;

@@ -21,8 +21,7 @@
 
 #include "verbs_peer_io.h" /* struct vp_cm_hello, VP_MAGIC, VP_VERSION, VP_NRING */
 
-static struct rdma_cm_event *wait_event(struct rdma_event_channel *ch,
-					enum rdma_cm_event_type want)
+static struct rdma_cm_event *wait_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
 {
 	struct rdma_cm_event *ev;
 

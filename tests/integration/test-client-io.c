@@ -160,7 +160,8 @@ static int pair_b(size_t size, const char *name, int to_a, int from_a)
 	struct rp_completion comp;
 	int st;
 
-	if ((st = rp_region_alloc(c, size, 0, &r)) < 0 || (st = rp_region_alloc(c, size, 0, &rx)) < 0)
+	if ((st = rp_region_alloc(c, size, 0, &r)) < 0 ||
+	    (st = rp_region_alloc(c, size, 0, &rx)) < 0)
 		die("B: rp_region_alloc", st);
 	if ((st = rp_region_export(r, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE)) < 0)
 		die("B: rp_region_export", st);
@@ -293,8 +294,8 @@ static int stress_child(int idx, unsigned nops, int out)
 		}
 	}
 	put_u64(out, ok);
-	printf("# writer %d: %u ok, %u refused for notification space, %u other, %u bad\n", idx,
-	       ok, nospace, other, dup);
+	printf("# writer %d: %u ok, %u refused for notification space, %u other, %u bad\n", idx, ok,
+	       nospace, other, dup);
 	free(seen);
 	rp_disconnect(c);
 	return dup || other ? 1 : 0;
@@ -328,8 +329,8 @@ static int stress(int nproc, unsigned nops)
 		for (i = 0; i < n; i++) {
 			uint32_t w = comps[i].imm >> 24, k = comps[i].imm & 0xffffff;
 
-			if (comps[i].op != RP_OP_NOTIFY || comps[i].status || w >= (uint32_t)nproc ||
-			    k >= nops || seen[(size_t)w * nops + k]++)
+			if (comps[i].op != RP_OP_NOTIFY || comps[i].status ||
+			    w >= (uint32_t)nproc || k >= nops || seen[(size_t)w * nops + k]++)
 				bad++;
 			else
 				notified++;
@@ -374,7 +375,8 @@ static int loop(int seconds, size_t size)
 	    (st = rp_region_alloc(a, size, 0, &back)) < 0 ||
 	    (st = rp_region_alloc(b, size, 0, &dst)) < 0)
 		die("loop: alloc", st);
-	if ((st = rp_region_export(dst, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE)) < 0 ||
+	if ((st = rp_region_export(dst, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE)) <
+		    0 ||
 	    (st = rp_remote_open(a, NULL, name, &rm)) < 0)
 		die("loop: export/open", st);
 	printf("running\n");
@@ -460,7 +462,8 @@ static int inflight(int n)
 	const char *err = "none";
 
 	snprintf(name, sizeof(name), "inflight-%d", (int)getpid());
-	if ((st = rp_region_alloc(c, 4096, 0, &r)) < 0 || (st = rp_endpoint_bind(c, name, &ep)) < 0 ||
+	if ((st = rp_region_alloc(c, 4096, 0, &r)) < 0 ||
+	    (st = rp_endpoint_bind(c, name, &ep)) < 0 ||
 	    (st = rp_region_export(r, name, RP_ACCESS_REMOTE_WRITE)) < 0 ||
 	    (st = rp_remote_open(c, NULL, name, &rm)) < 0)
 		die("inflight: setup", st);
@@ -496,7 +499,8 @@ static void api_errors(struct rp_client *a, struct rp_client *b)
 	struct rp_completion comp;
 	int st;
 
-	if ((st = rp_region_alloc(a, 8192, 0, &ra)) < 0 || (st = rp_region_alloc(b, 5000, 0, &rb)) < 0 ||
+	if ((st = rp_region_alloc(a, 8192, 0, &ra)) < 0 ||
+	    (st = rp_region_alloc(b, 5000, 0, &rb)) < 0 ||
 	    (st = rp_region_alloc(b, 4096, 0, &rro)) < 0)
 		die("api: alloc", st);
 	check(rp_region_len(rb) == 8192, "lengths round up to the page size (5000 -> %zu)",
@@ -610,7 +614,8 @@ static int bench(size_t size, int n)
 	double *lat = calloc((size_t)n, sizeof(double)), t0, total;
 	int i, st;
 
-	if ((st = rp_region_alloc(a, size, 0, &src)) < 0 || (st = rp_region_alloc(b, size, 0, &dst)) < 0 ||
+	if ((st = rp_region_alloc(a, size, 0, &src)) < 0 ||
+	    (st = rp_region_alloc(b, size, 0, &dst)) < 0 ||
 	    (st = rp_region_export(dst, "bench", RP_ACCESS_REMOTE_WRITE)) < 0 ||
 	    (st = rp_remote_open(a, NULL, "bench", &rm)) < 0)
 		die("bench: setup", st);

@@ -110,7 +110,8 @@ static int wait_op(struct rp_client *c, uint32_t op, uint64_t cookie, int timeou
 	int n = rp_wait(c, &comp, 1, timeout_ms);
 
 	if (n != 1) {
-		fprintf(stderr, "no completion for op %u: %s\n", op, n ? rp_strerror(n) : "timeout");
+		fprintf(stderr, "no completion for op %u: %s\n", op,
+			n ? rp_strerror(n) : "timeout");
 		return -1000000;
 	}
 	if (comp.op != op || comp.cookie != cookie) {
@@ -151,8 +152,8 @@ static int do_export(const char *name, size_t size, int nrecv)
 		if (n < 0)
 			return 3;
 		if (n == 1 && comp.op == RP_OP_NOTIFY)
-			printf("notify imm=%u off=%" PRIu64 " len=%u sum=%016" PRIx64 "\n", comp.imm,
-			       comp.offset, comp.len,
+			printf("notify imm=%u off=%" PRIu64 " len=%u sum=%016" PRIx64 "\n",
+			       comp.imm, comp.offset, comp.len,
 			       fnv1a((char *)rp_region_ptr(r) + comp.offset, comp.len));
 		else if (n == 1 && comp.op == RP_OP_RECV)
 			printf("recv status=%d len=%u sum=%016" PRIx64 "\n", comp.status, comp.len,
@@ -252,8 +253,7 @@ static int stress_child(const char *peer, const char *name, int idx, int nops, s
 	return 0;
 }
 
-static int do_stress(const char *peer, const char *name, int nproc, int nops, size_t size,
-		     int base)
+static int do_stress(const char *peer, const char *name, int nproc, int nops, size_t size, int base)
 {
 	int i, st, bad = 0;
 
@@ -320,7 +320,8 @@ static int do_storm(const char *peer, const char *name, double secs, size_t size
 			else if (comp[i].status == -RP_ESTALE)
 				stale++;
 			else
-				other++, fprintf(stderr, "status %s\n", rp_strerror(comp[i].status));
+				other++,
+					fprintf(stderr, "status %s\n", rp_strerror(comp[i].status));
 		}
 	}
 	printf("storm submitted=%" PRIu64 " reported=%" PRIu64 " ok=%" PRIu64 " peerdown=%" PRIu64
@@ -339,7 +340,8 @@ static int do_hold(const char *peer, const char *name)
 	char line[64];
 	int e;
 
-	if ((e = rp_region_alloc(c, 4096, 0, &src)) < 0 || (e = rp_remote_open(c, peer, name, &rm)) < 0) {
+	if ((e = rp_region_alloc(c, 4096, 0, &src)) < 0 ||
+	    (e = rp_remote_open(c, peer, name, &rm)) < 0) {
 		fprintf(stderr, "hold: %s\n", rp_strerror(e));
 		return 2;
 	}
@@ -380,7 +382,8 @@ static int do_notify_burst(const char *peer, const char *name, uint32_t count, i
 		}
 		n = rp_wait(c, comp, 64, 20000);
 		if (n <= 0) {
-			fprintf(stderr, "notify-burst: %s\n", n ? rp_strerror(n) : "no completion in 20 s");
+			fprintf(stderr, "notify-burst: %s\n",
+				n ? rp_strerror(n) : "no completion in 20 s");
 			break;
 		}
 		for (i = 0; i < n; i++) {
@@ -389,7 +392,8 @@ static int do_notify_burst(const char *peer, const char *name, uint32_t count, i
 			if (comp[i].status == 0)
 				ok++;
 			else
-				other++, fprintf(stderr, "status %s\n", rp_strerror(comp[i].status));
+				other++,
+					fprintf(stderr, "status %s\n", rp_strerror(comp[i].status));
 		}
 	}
 	printf("burst ok=%u other=%u\n", ok, other);
@@ -443,7 +447,7 @@ static int do_count_notify(const char *name, size_t size)
 
 /* One slot of a load client: a write, then its read-back. */
 struct slot {
-	uint64_t seq;  /* the write it carries */
+	uint64_t seq; /* the write it carries */
 	bool reading;
 };
 
@@ -481,7 +485,8 @@ static int load_child(const char *peer, const char *name, int idx, double secs, 
 	while (busy) {
 		n = rp_wait(c, comp, 64, 60000);
 		if (n <= 0) {
-			fprintf(stderr, "load %d: %s\n", idx, n ? rp_strerror(n) : "no completion in 60 s");
+			fprintf(stderr, "load %d: %s\n", idx,
+				n ? rp_strerror(n) : "no completion in 60 s");
 			return 4;
 		}
 		for (i = 0; i < n; i++) {
@@ -494,8 +499,9 @@ static int load_child(const char *peer, const char *name, int idx, double secs, 
 			/* Exactly once: the completion must be the one this slot waits for. */
 			if (s >= depth || (ck >> 8) != sl[s].seq || is_read != sl[s].reading ||
 			    comp[i].op != (is_read ? RP_OP_READ : RP_OP_WRITE)) {
-				fprintf(stderr, "load %d: unexpected completion cookie %" PRIu64 "\n",
-					idx, ck);
+				fprintf(stderr,
+					"load %d: unexpected completion cookie %" PRIu64 "\n", idx,
+					ck);
 				return 5;
 			}
 			busy--;
@@ -508,7 +514,8 @@ static int load_child(const char *peer, const char *name, int idx, double secs, 
 				sl[s].reading = true;
 				memset(bp, 0, size);
 				e = rp_read(c, back, (size_t)s * size, rm,
-					    ((size_t)idx * depth + (size_t)s) * size, size, ck | 0x80, 0);
+					    ((size_t)idx * depth + (size_t)s) * size, size,
+					    ck | 0x80, 0);
 				if (e < 0)
 					return 3;
 				busy++;
@@ -524,7 +531,8 @@ static int load_child(const char *peer, const char *name, int idx, double secs, 
 			fill(sp, size, (uint64_t)idx << 32 | sl[s].seq);
 			e = rp_write_imm(c, src, (size_t)s * size, rm,
 					 ((size_t)idx * depth + (size_t)s) * size, size,
-					 (uint64_t)s | sl[s].seq << 8, sl[s].seq & 1 ? RP_NOTIFY : 0,
+					 (uint64_t)s | sl[s].seq << 8,
+					 sl[s].seq & 1 ? RP_NOTIFY : 0,
 					 (uint32_t)idx << 24 | (uint32_t)(sl[s].seq & 0xffffff));
 			if (e < 0)
 				return 3;

@@ -63,7 +63,8 @@ static void die(const char *what)
 /* A connection to 127.0.0.1:@port from address @src (NULL: any), or -1. */
 static int try_dial(const char *src, int port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct sockaddr_in me = { .sin_family = AF_INET };
 	struct timeval tv = { .tv_sec = 30 };
@@ -480,11 +481,12 @@ int main(int argc, char **argv)
 		return mode_auth(argv + 2);
 	if (argc == 6 && !strcmp(argv[1], "idle"))
 		return mode_idle(atoi(argv[2]), argv[3], atoi(argv[4]), atoi(argv[5]));
-	fprintf(stderr, "usage: %s hello PORT NAME SECONDS\n"
-			"       %s flood PORT NAME PEER KEYFILE EXPORT COUNT SECONDS\n"
-			"       %s badauth PORT SRC NAME COUNT PROCS\n"
-			"       %s auth PORT SRC NAME PEER KEYFILE\n"
-			"       %s idle PORT SRC COUNT SECONDS\n",
+	fprintf(stderr,
+		"usage: %s hello PORT NAME SECONDS\n"
+		"       %s flood PORT NAME PEER KEYFILE EXPORT COUNT SECONDS\n"
+		"       %s badauth PORT SRC NAME COUNT PROCS\n"
+		"       %s auth PORT SRC NAME PEER KEYFILE\n"
+		"       %s idle PORT SRC COUNT SECONDS\n",
 		argv[0], argv[0], argv[0], argv[0], argv[0]);
 	return 2;
 }

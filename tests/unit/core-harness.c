@@ -255,7 +255,7 @@ void th_fini(struct th *t)
 struct th_session *th_session_new(struct th *t, uid_t uid, gid_t gid)
 {
 	struct th_session *ts = calloc(1, sizeof(*ts));
-	struct ucred cred = {.pid = getpid(), .uid = uid, .gid = gid};
+	struct ucred cred = { .pid = getpid(), .uid = uid, .gid = gid };
 
 	if (!ts)
 		abort();
@@ -351,7 +351,7 @@ static int map_ring(struct th_session *ts)
 
 int th_hello_v(struct th_session *ts, uint16_t min, uint16_t max)
 {
-	struct rp_hello req = {.magic = RP_PROTO_MAGIC, .version_min = min, .version_max = max};
+	struct rp_hello req = { .magic = RP_PROTO_MAGIC, .version_min = min, .version_max = max };
 	unsigned before = ts->n_replies;
 	int r = th_request(ts, RP_MSG_HELLO, &req, sizeof(req), -1);
 
@@ -396,7 +396,7 @@ out_close:
 
 int th_region(struct th_session *ts, size_t len, uint32_t *ret_id, void **ret_map)
 {
-	struct rp_region_reg req = {.len = len};
+	struct rp_region_reg req = { .len = len };
 	unsigned before = ts->n_replies;
 	int fd = th_memfd(ts, len, F_SEAL_SHRINK | F_SEAL_GROW, ret_map);
 	int r;
@@ -421,7 +421,7 @@ static void put_name(char *dst, const char *src)
 
 static int id_request(struct th_session *ts, uint16_t type, uint32_t id)
 {
-	struct rp_id req = {.id = id};
+	struct rp_id req = { .id = id };
 	unsigned before = ts->n_replies;
 	int r = th_request(ts, type, &req, sizeof(req), -1);
 
@@ -436,7 +436,7 @@ int th_region_free(struct th_session *ts, uint32_t id)
 static int export_request(struct th_session *ts, uint16_t type, uint32_t region, uint32_t access,
 			  const char *name)
 {
-	struct rp_export_req req = {.region = region, .access = access};
+	struct rp_export_req req = { .region = region, .access = access };
 	unsigned before = ts->n_replies;
 	int r;
 

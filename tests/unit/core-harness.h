@@ -42,7 +42,7 @@ struct th_ring {
 struct th_session {
 	struct session s; /* first: the hooks get &s */
 	struct th *th;
-	int send_err; /* the send hook fails with this (0: it succeeds) */
+	int send_err;	    /* the send hook fails with this (0: it succeeds) */
 	unsigned n_replies; /* replies delivered */
 	_Alignas(8) char reply[RP_PROTO_MSG_MAX]; /* the last one */
 	size_t reply_len;
@@ -75,7 +75,7 @@ struct th_open {
 struct th {
 	struct config cfg;
 	struct core *core;
-	unsigned n_freed; /* sessions the glue's free hook got */
+	unsigned n_freed;    /* sessions the glue's free hook got */
 	unsigned dead_sends; /* replies offered for a dead session: must stay 0 */
 	bool lean; /* fuzzing: clients keep no fds and see their rings in the daemon's mapping */
 	/* Region registrations the glue runs later (th_defer_jobs()), in order. */
@@ -83,9 +83,9 @@ struct th {
 	struct region_job *jobs[TH_MAX_JOBS];
 	unsigned n_jobs;
 	/* The fake peer layer. */
-	int open_status; /* remote_open: 0 answers later (th_open_answer), <0 refuses now */
+	int open_status;   /* remote_open: 0 answers later (th_open_answer), <0 refuses now */
 	int submit_status; /* submit: 0 keeps the op (th_op_end), <0 refuses now */
-	bool pin_gone; /* export_gone: pin and hold the export, as a pending revocation */
+	bool pin_gone;	   /* export_gone: pin and hold the export, as a pending revocation */
 	unsigned n_known_calls, n_submits, n_gone_calls;
 	struct th_open opens[TH_MAX_OPENS];
 	unsigned n_opens;

@@ -45,18 +45,19 @@ static inline void tap_diag(const char *msg)
 	printf("# %s\n", msg);
 }
 
-#define tap_is_int(got, want, name)                                                                \
-	do {                                                                                       \
-		long long _g = (long long)(got), _w = (long long)(want);                           \
-		if (!tap_ok(_g == _w, "%s", name))                                                 \
-			printf("#   got %lld, want %lld\n", _g, _w);                                   \
+#define tap_is_int(got, want, name)                                      \
+	do {                                                             \
+		long long _g = (long long)(got), _w = (long long)(want); \
+		if (!tap_ok(_g == _w, "%s", name))                       \
+			printf("#   got %lld, want %lld\n", _g, _w);     \
 	} while (0)
 
-#define tap_is_str(got, want, name)                                                                \
-	do {                                                                                       \
-		const char *_g = (got), *_w = (want);                                              \
-		if (!tap_ok(_g && _w && strcmp(_g, _w) == 0, "%s", name))                          \
-			printf("#   got '%s', want '%s'\n", _g ? _g : "(null)", _w ? _w : "(null)"); \
+#define tap_is_str(got, want, name)                                             \
+	do {                                                                    \
+		const char *_g = (got), *_w = (want);                           \
+		if (!tap_ok(_g && _w && strcmp(_g, _w) == 0, "%s", name))       \
+			printf("#   got '%s', want '%s'\n", _g ? _g : "(null)", \
+			       _w ? _w : "(null)");                             \
 	} while (0)
 
 static inline int tap_exit(void)

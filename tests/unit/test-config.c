@@ -24,7 +24,7 @@
 #define KEY32 "0123456789abcdef0123456789ABCDEF"
 
 static char tmpdir[] = "/tmp/rp-test-config.XXXXXX";
-static char conf_name[256]; /* the FILE in messages: tmpdir/test.conf */
+static char conf_name[256];    /* the FILE in messages: tmpdir/test.conf */
 static struct config sentinel; /* *ret must still point here after a failure */
 
 static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -86,11 +86,10 @@ static void make_fixtures(void)
 
 static void remove_fixtures(void)
 {
-	static const char *const files[] = {"good.key", "min.key",	  "short.key",
-					    "max.key",	"long.key",	  "ww.key",
-					    "gw.key",	"unreadable.key", "nul.conf",
-					    "wr.key",	"gr.key",	  "ox.key",
-					    "ro.key"};
+	static const char *const files[] = { "good.key", "min.key", "short.key", "max.key",
+					     "long.key", "ww.key",  "gw.key",	 "unreadable.key",
+					     "nul.conf", "wr.key",  "gr.key",	 "ox.key",
+					     "ro.key" };
 	char *path;
 	size_t i;
 
@@ -145,31 +144,31 @@ static void test_sizes(void)
 		int ret;
 		uint64_t want;
 	} cases[] = {
-		{"0", 0, 0},
-		{"1", 0, 1},
-		{"4096", 0, 4096},
-		{"64K", 0, 65536},
-		{"64k", 0, 65536},
-		{"64KiB", 0, 65536},
-		{"16M", 0, 16 << 20},
-		{"4G", 0, UINT64_C(4) << 30},
-		{"1T", 0, UINT64_C(1) << 40},
-		{"16777215T", 0, UINT64_C(16777215) << 40},
-		{"18446744073709551615", 0, UINT64_MAX},
-		{"18446744073709551616", -ERANGE, 0},
-		{"17179869184G", -ERANGE, 0},
-		{"16777216T", -ERANGE, 0},
-		{"", -EINVAL, 0},
-		{"K", -EINVAL, 0},
-		{"12Q", -EINVAL, 0},
-		{"-1", -EINVAL, 0},
-		{" 1", -EINVAL, 0},
-		{"1 ", -EINVAL, 0},
-		{"4KB", -EINVAL, 0},
-		{"4Ki", -EINVAL, 0},
-		{"1.5G", -EINVAL, 0},
-		{"0x10", -EINVAL, 0},
-		{"99999999999999999999Q", -EINVAL, 0},
+		{ "0", 0, 0 },
+		{ "1", 0, 1 },
+		{ "4096", 0, 4096 },
+		{ "64K", 0, 65536 },
+		{ "64k", 0, 65536 },
+		{ "64KiB", 0, 65536 },
+		{ "16M", 0, 16 << 20 },
+		{ "4G", 0, UINT64_C(4) << 30 },
+		{ "1T", 0, UINT64_C(1) << 40 },
+		{ "16777215T", 0, UINT64_C(16777215) << 40 },
+		{ "18446744073709551615", 0, UINT64_MAX },
+		{ "18446744073709551616", -ERANGE, 0 },
+		{ "17179869184G", -ERANGE, 0 },
+		{ "16777216T", -ERANGE, 0 },
+		{ "", -EINVAL, 0 },
+		{ "K", -EINVAL, 0 },
+		{ "12Q", -EINVAL, 0 },
+		{ "-1", -EINVAL, 0 },
+		{ " 1", -EINVAL, 0 },
+		{ "1 ", -EINVAL, 0 },
+		{ "4KB", -EINVAL, 0 },
+		{ "4Ki", -EINVAL, 0 },
+		{ "1.5G", -EINVAL, 0 },
+		{ "0x10", -EINVAL, 0 },
+		{ "99999999999999999999Q", -EINVAL, 0 },
 	};
 	uint64_t v;
 	size_t i;
@@ -506,7 +505,8 @@ static void test_peer_admission(void)
 	struct config *cfg = load_ok("", "[peers] defaults");
 
 	if (cfg) {
-		tap_ok(cfg->max_unauthenticated == 64 && cfg->max_unauthenticated_per_address == 8 &&
+		tap_ok(cfg->max_unauthenticated == 64 &&
+			       cfg->max_unauthenticated_per_address == 8 &&
 			       cfg->max_failed_handshakes == 10 && cfg->refusal_seconds == 60,
 		       "default: [peers] 64, 8, 10, 60");
 		config_free(cfg);
@@ -542,9 +542,10 @@ static void test_peer_admission(void)
 	check_einval("[peers]\nrefusal_seconds = 86401\n",
 		     "2: invalid value '86401' for refusal_seconds: use an integer from 1 to 86400",
 		     "refusal_seconds above range");
-	check_einval("\n[peers]\nmax_unauthenticated = 4\n",
-		     "2: max_unauthenticated_per_address (8) is larger than max_unauthenticated (4)",
-		     "per-address cap above the total");
+	check_einval(
+		"\n[peers]\nmax_unauthenticated = 4\n",
+		"2: max_unauthenticated_per_address (8) is larger than max_unauthenticated (4)",
+		"per-address cap above the total");
 	check_einval("[peers]\nbogus = 1\n", "2: unknown key 'bogus' in section [peers]",
 		     "unknown key in [peers]");
 	check_einval("[peers]\n[peers]\n", "2: duplicate section [peers] (first at line 1)",

@@ -32,7 +32,7 @@ static struct region *new_region(struct th_session *ts)
 static void test_add_find(struct th_session *a, struct th_session *b)
 {
 	struct region *ra = new_region(a), *rb = new_region(b);
-	struct rp_hdr h = {.type = RP_MSG_UNEXPORT, .seq = 1};
+	struct rp_hdr h = { .type = RP_MSG_UNEXPORT, .seq = 1 };
 	struct export *e;
 
 	tap_is_int(export_add(t.core, ra, "one", RP_ACCESS_REMOTE_READ), 0, "export_add");
@@ -95,7 +95,7 @@ static void test_remove_region(struct th_session *a)
 static void test_peer_ids(struct th_session *a)
 {
 	static struct export *e[N_MANY];
-	struct rp_hdr h = {.type = RP_MSG_UNEXPORT};
+	struct rp_hdr h = { .type = RP_MSG_UNEXPORT };
 	struct region *r = new_region(a);
 	char name[32];
 	unsigned i, bad = 0, ids = 0, gone = 0, live = 0;
@@ -159,7 +159,7 @@ static void test_peer_ids(struct th_session *a)
 static void test_pinned(struct th_session *a)
 {
 	struct region *r = new_region(a);
-	struct rp_hdr h = {.type = RP_MSG_UNEXPORT, .seq = 42};
+	struct rp_hdr h = { .type = RP_MSG_UNEXPORT, .seq = 42 };
 	unsigned before = a->n_replies;
 	struct export *e;
 
@@ -211,7 +211,7 @@ static void remote_info(struct remote *info, const char *peer, uint64_t inc, uin
 
 static uint32_t open_remote(struct th_session *a, const struct remote *info)
 {
-	struct rp_hdr h = {.type = RP_MSG_REMOTE_OPEN, .seq = 99};
+	struct rp_hdr h = { .type = RP_MSG_REMOTE_OPEN, .seq = 99 };
 
 	remote_opened(&a->s, &h, 0, info);
 	return th_reply(a)->status ? 0 : ((const struct rp_remote_reply *)th_reply_body(a))->id;
@@ -219,7 +219,7 @@ static uint32_t open_remote(struct th_session *a, const struct remote *info)
 
 static void test_remotes(struct th_session *a, struct th_session *c)
 {
-	struct rp_hdr h = {.type = RP_MSG_REMOTE_OPEN, .seq = 5};
+	struct rp_hdr h = { .type = RP_MSG_REMOTE_OPEN, .seq = 5 };
 	struct remote info;
 	struct export *e[4];
 	uint32_t id[4];
@@ -254,7 +254,7 @@ static void test_remotes(struct th_session *a, struct th_session *c)
 	tap_ok(e[0]->remote->revoked, "remotes_revoke marks the handle of that export");
 	tap_ok(!e[1]->remote->revoked && !e[2]->remote->revoked && !e[3]->remote->revoked,
 	       "and none of another id, incarnation or peer");
-	id[0] = open_remote(c, &(struct remote){.peer = TH_PEER, .inc = 3, .id = 10});
+	id[0] = open_remote(c, &(struct remote){ .peer = TH_PEER, .inc = 3, .id = 10 });
 	remotes_revoke(t.core, TH_PEER, 3, 10);
 	tap_ok(((struct export *)idtab_get(&c->s.remotes, id[0]))->remote->revoked,
 	       "every session's handle to it");
@@ -274,7 +274,7 @@ static void test_remotes(struct th_session *a, struct th_session *c)
 static void test_remote_dead(void)
 {
 	struct th_session *d = th_session_new(&t, 1002, 1002);
-	struct rp_hdr h = {.type = RP_MSG_REMOTE_OPEN, .seq = 1};
+	struct rp_hdr h = { .type = RP_MSG_REMOTE_OPEN, .seq = 1 };
 	struct remote info;
 	unsigned freed = t.n_freed, before;
 

@@ -96,8 +96,8 @@ static void test_global(void)
 		log_ratelimit_flush();
 	}
 	n = lines("suppressed", &m);
-	tap_ok(n > 0 && n <= 10 * RL_ALL_PER_SEC, "their summaries come within the global rate (%d)",
-	       n);
+	tap_ok(n > 0 && n <= 10 * RL_ALL_PER_SEC,
+	       "their summaries come within the global rate (%d)", n);
 }
 
 int main(void)

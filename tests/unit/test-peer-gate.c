@@ -48,8 +48,7 @@ static void test_failures(struct peer_gate *g)
 	tap_is_int(pgate_delay(g, &lim, "10.0.0.2", t), PGATE_DELAY_MS,
 		   "the failure after the free ones is delayed");
 	pgate_failed(g, &lim, "10.0.0.2", t++);
-	tap_is_int(pgate_delay(g, &lim, "10.0.0.2", t), 2 * PGATE_DELAY_MS,
-		   "then twice as long");
+	tap_is_int(pgate_delay(g, &lim, "10.0.0.2", t), 2 * PGATE_DELAY_MS, "then twice as long");
 	tap_is_int(pgate_delay(g, &lim, "10.0.0.3", t), 0, "another address is not delayed");
 	for (i = PGATE_FREE_FAILURES + 2; i < 10; i++)
 		tap_ok(!pgate_failed(g, &lim, "10.0.0.2", t++), "failure %d: not refused yet", i);

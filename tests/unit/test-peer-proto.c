@@ -80,8 +80,8 @@ static void test_wrong_key(void)
 	tap_is_int(ra, -1, "wrong key: initiator refuses the responder's proof");
 	tap_is_int(a.reject_code, PP_REJ_AUTH, "wrong key: reason is authentication");
 	tap_is_int(rb, -1, "wrong key: responder gets the reject");
-	tap_ok(b.rejected_by_peer && strstr(b.why, "shared key"), "wrong key: responder logs why (%s)",
-	       b.why);
+	tap_ok(b.rejected_by_peer && strstr(b.why, "shared key"),
+	       "wrong key: responder logs why (%s)", b.why);
 }
 
 static void test_unknown_peer(void)
@@ -94,7 +94,8 @@ static void test_unknown_peer(void)
 	run(&a, &b, &ra, &rb);
 	tap_is_int(rb, -1, "unknown peer: responder refuses");
 	tap_is_int(b.reject_code, PP_REJ_UNKNOWN, "unknown peer: reason");
-	tap_ok(strstr(b.why, "nodeA") != NULL, "unknown peer: the name is in the reason (%s)", b.why);
+	tap_ok(strstr(b.why, "nodeA") != NULL, "unknown peer: the name is in the reason (%s)",
+	       b.why);
 }
 
 static void test_version(void)

@@ -34,7 +34,7 @@ static bool fd_open(int fd)
 /* REGION_REG of @fd claiming @len: the reply's status; @fd must be closed either way. */
 static int reg_fd(struct th_session *ts, int fd, uint64_t len, uint32_t *ret_id)
 {
-	struct rp_region_reg req = {.len = len};
+	struct rp_region_reg req = { .len = len };
 	unsigned before = ts->n_replies;
 	int r = th_request(ts, RP_MSG_REGION_REG, &req, sizeof(req), fd);
 
@@ -136,7 +136,7 @@ static bool on_disk(const char *dir)
 /* A file of the right size and mode on a disk file system: it would pin a disk file. */
 static void test_disk_file(struct th_session *ts)
 {
-	static const char *const dirs[] = {"/var/tmp", "/tmp", "."};
+	static const char *const dirs[] = { "/var/tmp", "/tmp", "." };
 	char path[256];
 	size_t i;
 	int fd;
@@ -175,7 +175,7 @@ static void test_shm_file(struct th_session *ts)
 
 static void test_quota(struct th_session *a, struct th_session *a2, struct th_session *b)
 {
-	uint32_t id[4] = {0}, x = 0;
+	uint32_t id[4] = { 0 }, x = 0;
 	unsigned i, ok = 0;
 
 	t.cfg.max_regions = 3;
@@ -214,7 +214,7 @@ static void test_quota(struct th_session *a, struct th_session *a2, struct th_se
 
 static void test_range(void)
 {
-	struct region r = {.len = 2 * PAGE};
+	struct region r = { .len = 2 * PAGE };
 
 	tap_ok(region_range_ok(&r, 0, 2 * PAGE), "the whole region");
 	tap_ok(region_range_ok(&r, 2 * PAGE, 0), "an empty range at its end");
@@ -252,7 +252,7 @@ static void test_refs(struct th_session *ts)
 /* The same through a real operation: a receive posted into a region the client then frees. */
 static void test_refs_op(struct th_session *ts)
 {
-	struct rp_sqe q = {.cookie = 11, .len = 64, .opcode = RP_SQE_POST_RECV};
+	struct rp_sqe q = { .cookie = 11, .len = 64, .opcode = RP_SQE_POST_RECV };
 	struct rp_cqe c[4];
 	uint32_t id = 0, ep = 0, src = 0, dest = 0;
 	char *buf;
@@ -270,7 +270,8 @@ static void test_refs_op(struct th_session *ts)
 	tap_ok(t.core->n_regions == 2, "the receive keeps it mapped");
 	memcpy(buf, "hello, freed region", 20);
 	q = (struct rp_sqe){
-		.cookie = 12, .len = 20, .region = src, .target = dest, .opcode = RP_SQE_SEND};
+		.cookie = 12, .len = 20, .region = src, .target = dest, .opcode = RP_SQE_SEND
+	};
 	th_submit(ts, &q);
 	th_run(ts);
 	n = th_reap(ts, c, 4);
@@ -285,7 +286,7 @@ static void test_refs_op(struct th_session *ts)
 /* Registrations are mapped off the loop: charged from the request on, answered when done. */
 static void test_jobs(struct th_session *ts)
 {
-	struct rp_region_reg req = {.len = 2 * PAGE};
+	struct rp_region_reg req = { .len = 2 * PAGE };
 	struct th_session *gone;
 	unsigned before = ts->n_replies, freed;
 	uint32_t seq, id;

@@ -31,23 +31,23 @@ static const struct {
 	size_t size;
 	const char *name;
 } types[] = {
-	{RP_MSG_HELLO, sizeof(struct rp_hello), "HELLO"},
-	{RP_MSG_REGION_REG, sizeof(struct rp_region_reg), "REGION_REG"},
-	{RP_MSG_REGION_FREE, sizeof(struct rp_id), "REGION_FREE"},
-	{RP_MSG_EXPORT, sizeof(struct rp_export_req), "EXPORT"},
-	{RP_MSG_UNEXPORT, sizeof(struct rp_export_req), "UNEXPORT"},
-	{RP_MSG_REMOTE_OPEN, sizeof(struct rp_name_req), "REMOTE_OPEN"},
-	{RP_MSG_REMOTE_CLOSE, sizeof(struct rp_id), "REMOTE_CLOSE"},
-	{RP_MSG_EP_BIND, sizeof(struct rp_ep_req), "EP_BIND"},
-	{RP_MSG_EP_UNBIND, sizeof(struct rp_id), "EP_UNBIND"},
-	{RP_MSG_DEST_OPEN, sizeof(struct rp_name_req), "DEST_OPEN"},
-	{RP_MSG_STATUS, 0, "STATUS"},
-	{RP_MSG_ADMIN_CLIENTS, sizeof(struct rp_admin_page_req), "ADMIN_CLIENTS"},
-	{RP_MSG_ADMIN_REGIONS, sizeof(struct rp_admin_page_req), "ADMIN_REGIONS"},
-	{RP_MSG_ADMIN_PEERS, sizeof(struct rp_admin_page_req), "ADMIN_PEERS"},
-	{RP_MSG_ADMIN_METRICS, sizeof(struct rp_admin_page_req), "ADMIN_METRICS"},
-	{RP_MSG_ADMIN_PING, sizeof(struct rp_admin_ping_req), "ADMIN_PING"},
-	{RP_MSG_ADMIN_RELOAD, 0, "ADMIN_RELOAD"},
+	{ RP_MSG_HELLO, sizeof(struct rp_hello), "HELLO" },
+	{ RP_MSG_REGION_REG, sizeof(struct rp_region_reg), "REGION_REG" },
+	{ RP_MSG_REGION_FREE, sizeof(struct rp_id), "REGION_FREE" },
+	{ RP_MSG_EXPORT, sizeof(struct rp_export_req), "EXPORT" },
+	{ RP_MSG_UNEXPORT, sizeof(struct rp_export_req), "UNEXPORT" },
+	{ RP_MSG_REMOTE_OPEN, sizeof(struct rp_name_req), "REMOTE_OPEN" },
+	{ RP_MSG_REMOTE_CLOSE, sizeof(struct rp_id), "REMOTE_CLOSE" },
+	{ RP_MSG_EP_BIND, sizeof(struct rp_ep_req), "EP_BIND" },
+	{ RP_MSG_EP_UNBIND, sizeof(struct rp_id), "EP_UNBIND" },
+	{ RP_MSG_DEST_OPEN, sizeof(struct rp_name_req), "DEST_OPEN" },
+	{ RP_MSG_STATUS, 0, "STATUS" },
+	{ RP_MSG_ADMIN_CLIENTS, sizeof(struct rp_admin_page_req), "ADMIN_CLIENTS" },
+	{ RP_MSG_ADMIN_REGIONS, sizeof(struct rp_admin_page_req), "ADMIN_REGIONS" },
+	{ RP_MSG_ADMIN_PEERS, sizeof(struct rp_admin_page_req), "ADMIN_PEERS" },
+	{ RP_MSG_ADMIN_METRICS, sizeof(struct rp_admin_page_req), "ADMIN_METRICS" },
+	{ RP_MSG_ADMIN_PING, sizeof(struct rp_admin_ping_req), "ADMIN_PING" },
+	{ RP_MSG_ADMIN_RELOAD, 0, "ADMIN_RELOAD" },
 };
 
 static _Alignas(8) char pkt[RP_PROTO_MSG_MAX];
@@ -104,7 +104,8 @@ static void test_validate(void)
 	static const uint16_t unknown[] = {
 		0,	2,	0x00ff, 0x0100, 0x0103,
 		0x0203, 0x0404, 0x0800, 0x0808, RP_MSG_REPLY | RP_MSG_HELLO,
-		0xffff};
+		0xffff
+	};
 	const char *why;
 	size_t i;
 
@@ -130,9 +131,9 @@ static void test_validate(void)
 static void test_hello_violations(void)
 {
 	struct th_session *ts = th_session_new(&t, 1000, 1000);
-	struct rp_hello bad = {.magic = RP_PROTO_MAGIC ^ 1, .version_min = 1, .version_max = 1};
-	struct rp_ep_req ep = {.name = "early"};
-	struct rp_region_reg reg = {.len = 4096};
+	struct rp_hello bad = { .magic = RP_PROTO_MAGIC ^ 1, .version_min = 1, .version_max = 1 };
+	struct rp_ep_req ep = { .name = "early" };
+	struct rp_region_reg reg = { .len = 4096 };
 	int fd = th_memfd(ts, 4096, F_SEAL_SHRINK | F_SEAL_GROW, NULL);
 
 	tap_is_int(th_request(ts, RP_MSG_EP_BIND, &ep, sizeof(ep), -1), -EPROTO,
@@ -155,7 +156,7 @@ static void test_hello_versions(void)
 {
 	struct th_session *ts = th_session_new(&t, 1000, 1000);
 	const struct rp_hello_reply *rep;
-	struct rp_hello req = {.magic = RP_PROTO_MAGIC, .version_min = 2, .version_max = 9};
+	struct rp_hello req = { .magic = RP_PROTO_MAGIC, .version_min = 2, .version_max = 9 };
 
 	tap_is_int(th_request(ts, RP_MSG_HELLO, &req, sizeof(req), -1), -ECONNABORTED,
 		   "a client that speaks only newer versions is refused");
@@ -231,7 +232,7 @@ static void test_hello_fds(void)
 
 static void test_hello_admission(void)
 {
-	uid_t allowed[] = {1000};
+	uid_t allowed[] = { 1000 };
 	struct th_session *a[4], *ts;
 	int i;
 
@@ -274,7 +275,7 @@ static void test_hello_admission(void)
 static void test_hello_send_fails(void)
 {
 	struct th_session *ts = th_session_new(&t, 1000, 1000);
-	struct rp_hello req = {.magic = RP_PROTO_MAGIC, .version_min = 1, .version_max = 1};
+	struct rp_hello req = { .magic = RP_PROTO_MAGIC, .version_min = 1, .version_max = 1 };
 
 	ts->send_err = -EPIPE;
 	tap_is_int(th_request(ts, RP_MSG_HELLO, &req, sizeof(req), -1), -EPIPE,
@@ -286,7 +287,7 @@ static void test_hello_send_fails(void)
 
 static void test_region_requests(struct th_session *ts)
 {
-	struct rp_region_reg reg = {.len = 4096, .flags = 2};
+	struct rp_region_reg reg = { .len = 4096, .flags = 2 };
 	uint32_t id = 0;
 	int fd;
 
@@ -314,7 +315,7 @@ static void test_region_requests(struct th_session *ts)
 static void test_export_requests(struct th_session *ts, struct th_session *other)
 {
 	uint32_t r1 = 0, r2 = 0, o1 = 0;
-	struct rp_export_req req = {.access = RP_ACCESS_REMOTE_READ};
+	struct rp_export_req req = { .access = RP_ACCESS_REMOTE_READ };
 	unsigned before;
 
 	th_region(ts, 4096, &r1, NULL);
@@ -401,7 +402,7 @@ static void test_unexport_draining(struct th_session *ts)
 	t.pin_gone = true;
 	before = ts->n_replies;
 	tap_is_int(th_request(ts, RP_MSG_UNEXPORT,
-			      &(struct rp_export_req){.region = r, .name = "drain"},
+			      &(struct rp_export_req){ .region = r, .name = "drain" },
 			      sizeof(struct rp_export_req), -1),
 		   0, "UNEXPORT while the peer layer holds the export");
 	tap_ok(ts->n_replies == before && t.n_gone == 1, "is not answered yet");
@@ -510,8 +511,8 @@ static void test_endpoint_requests(struct th_session *ts, struct th_session *oth
 static void test_violations(void)
 {
 	struct th_session *ts = th_session_new(&t, 1000, 1000);
-	struct rp_hdr h = {.len = sizeof(h), .type = RP_MSG_STATUS};
-	struct rp_id body = {0};
+	struct rp_hdr h = { .len = sizeof(h), .type = RP_MSG_STATUS };
+	struct rp_id body = { 0 };
 
 	th_hello(ts);
 	tap_is_int(session_dispatch(&ts->s, &h, &body, -1), -EPROTO,

@@ -622,8 +622,8 @@ static uint32_t open_far(struct th_session *ts, const char *name, uint64_t inc, 
 /* Operations on another daemon, against the fake peer layer. */
 static void test_peer_ops(void)
 {
-	static const int statuses[5] = {0, -RP_EREMOTEACCESS, -RP_EOUTCOME, -RP_EPEERDOWN,
-					-ECANCELED};
+	static const int statuses[5] = { 0, -RP_EREMOTEACCESS, -RP_EOUTCOME, -RP_EPEERDOWN,
+					 -ECANCELED };
 	uint32_t hr = open_far(a, "far", 7, 42), d = 0;
 	struct rp_sqe q = sqe(RP_SQE_WRITE, ra, 0, hr, 100, 512);
 	unsigned submits = t.n_submits, i, ok = 0;
@@ -743,7 +743,7 @@ static void test_teardown(void)
 	tap_is_int(rp_ring_load(&ring.v.cq->producer), prod, "nor did two ended ops");
 	tap_is_int(t.n_freed, freed, "one op still holds the session");
 	remotes = n_remotes();
-	th_open_answer(&t, 0, 0, &(struct remote){.peer = TH_PEER, .inc = 1, .id = 2});
+	th_open_answer(&t, 0, 0, &(struct remote){ .peer = TH_PEER, .inc = 1, .id = 2 });
 	tap_ok(c->n_replies == replies && t.dead_sends == 0 && n_remotes() == remotes,
 	       "a lookup answered late sends nothing and keeps no handle");
 	tap_is_int(t.n_freed, freed, "still held");
