@@ -12,12 +12,16 @@ CC=${CC:-clang-14}
 mkdir -p "$out"
 
 CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-	-fno-omit-frame-pointer -D_GNU_SOURCE -DSYSCONFDIR=\"/etc\" -I$src/include"
+	-fno-omit-frame-pointer -D_GNU_SOURCE -DSYSCONFDIR=\"/etc\" -DPACKAGE_VERSION=\"fuzz\"
+	-I$src/include"
 D=$src/daemon
 UTIL="$D/log.c $D/util.c $D/memguard.c $D/config.c $D/stats.c $D/ctl_wire.c $src/libclient/error.c"
 RDMA="$D/rdma_dev.c $D/verbs_local.c"
 CORE="$D/core.c $D/rings.c $D/region.c $D/exports.c $D/op.c $D/endpoint.c $D/xfer.c $D/session.c"
 CORE_LIBS=$(pkg-config --cflags --libs inih libsystemd libibverbs librdmacm)
+PEERS="$D/peer_proto.c $D/peer_hs.c $D/peer_gate.c $D/peer_link.c $D/peer_data.c $D/peers.c
+	$D/tcp_stream.c $D/admin_metrics.c $D/admin.c $src/tests/fuzz/peer-bench.c"
+PEER_LIBS="$CORE_LIBS $(pkg-config --cflags --libs libsodium)"
 
 build() {
 	name=$1
@@ -34,3 +38,7 @@ build fuzz-ctl "$src/tests/fuzz/fuzz-ctl.c" "$src/tests/unit/core-harness.c" $UT
 	$CORE_LIBS
 build fuzz-sqe "$src/tests/fuzz/fuzz-sqe.c" "$src/tests/unit/core-harness.c" $UTIL $RDMA $CORE \
 	$CORE_LIBS
+build fuzz-link "$src/tests/fuzz/fuzz-link.c" "$src/tests/unit/core-harness.c" $UTIL $RDMA $CORE \
+	$PEERS $PEER_LIBS
+build fuzz-admin "$src/tests/fuzz/fuzz-admin.c" "$src/tests/unit/core-harness.c" $UTIL $RDMA $CORE \
+	$PEERS $PEER_LIBS
