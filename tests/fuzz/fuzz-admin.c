@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/log.h"
+#include "../../daemon/base/log.h"
 #include "fuzz-link.h"
 #include "peer-bench.h"
 

@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../daemon/log.h"
+#include "../../daemon/base/log.h"
 #include "fuzz-link.h"
 #include "peer-bench.h"
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/peer_proto.h"
+#include "../../daemon/peer/peer_proto.h"
 #include "fuzz-link.h"
 
 /* The bench's constants (peer-bench.h, which needs the whole daemon). */

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../daemon/evloop.h"
-#include "../../daemon/log.h"
+#include "../../daemon/base/evloop.h"
+#include "../../daemon/base/log.h"
 #include "fuzz-link.h"
 
 #define PAGE 4096

@@ -28,10 +28,10 @@
 #include <stdint.h>
 
 #include "../../daemon/admin.h"
-#include "../../daemon/evloop.h"
-#include "../../daemon/peer.h"
-#include "../../daemon/peer_hs.h"
-#include "../../daemon/tcp_stream.h"
+#include "../../daemon/base/evloop.h"
+#include "../../daemon/peer/peer.h"
+#include "../../daemon/peer/peer_hs.h"
+#include "../../daemon/peer/tcp_stream.h"
 #include "../unit/core-harness.h"
 
 #define PB_NODE "nodeA"			 /* this daemon */
