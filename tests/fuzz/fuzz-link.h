@@ -37,10 +37,12 @@
  *                                          a.ep, nobody, "", a.rw; end & 1: the
  *                                          connection breaks before it ends
  *   FL_OP     [kind] [off] [len:2]         the client submits: kind & 3 WRITE,
- *                                          READ, SEND, WRITE|NOTIFY on handle 1
- *                                          (SEND: destination 1), from region
- *                                          2 if kind & 4, else 1; off * 64 in
- *                                          both the region and the export
+ *                                          READ, SEND, WRITE|NOTIFY on handle
+ *                                          2 if kind & 8, else 1 (SEND:
+ *                                          destination 1), from region 2 if
+ *                                          kind & 4, else 1, at off * 64; in
+ *                                          the export at off * 256 if kind &
+ *                                          16, else off * 64
  *   FL_RECV                                the client posts a receive on a.ep
  *   FL_OPEN   [name]                       REMOTE_OPEN of b.x (missing if name & 1)
  *   FL_WITHDRAW [which]                    which % 3: UNEXPORT a.rw, UNEXPORT
@@ -55,9 +57,14 @@
  *   FL_HANDSHAKE                           the far daemon runs the handshake
  *   FL_CONNECT                             our pending dial connects
  *   FL_REAP                                the client takes its completions
- *   FL_RELOAD [which]                      pb_reload(which % 3)
+ *   FL_RELOAD [which]                      pb_reload(which % 4)
  *   FL_PING                                a ping of nodeB (rdmaproxyctl ping)
  *   FL_CLIENT_CLOSE                        the client disconnects
+ *   FL_HS_STEP                             the far daemon takes one step of the
+ *                                          handshake (its HELLO, or its answer
+ *                                          to one message of ours)
+ *   FL_RESTART                             the far daemon restarts: a new
+ *                                          incarnation, its connections break
  * fuzz-admin's own:
  *   FA_PKT [ctl] [len:2] [len bytes]       a request packet: of the second
  *                                          client (no HELLO) if ctl & 0x80;
@@ -97,6 +104,8 @@ enum fl_cmd {
 	FL_RELOAD,
 	FL_PING,
 	FL_CLIENT_CLOSE,
+	FL_HS_STEP,
+	FL_RESTART,
 	FL_N,
 };
 

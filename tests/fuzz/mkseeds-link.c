@@ -524,6 +524,62 @@ static void link_seeds(void)
 	cmd(FL_REAP);
 	save("link", "up-out-link-lost-reconnect");
 
+	/* What the peer layer refuses before an op leaves, from what LOOKUP said. */
+	begin(UP, REMOTE);
+	cmd(FL_OPEN);
+	u8(0);
+	lookup_r(2, 0, PB_FAR_INC, 100, RP_ACCESS_REMOTE_READ);
+	op(0 | 8, 0, 10);  /* handle 2 is read-only */
+	op(1 | 8, 1, 200); /* beyond its 100 bytes */
+	op(0, 0, 10);
+	status_msg(PP_WRITE_R, 1, -RP_EUNEXPORTED);
+	op(0, 0, 10); /* withdrawn since */
+	op(1 | 16, 255, 10);
+	cmd(FL_REAP);
+	save("link", "up-op-refused");
+	/* The far daemon restarts: handles of its old incarnation are stale. */
+	begin(UP, REMOTE);
+	op(0, 0, 10);
+	cmd(FL_RESTART);
+	cmd(FL_TURN);
+	cmd(FL_ACCEPT);
+	u8(0);
+	cmd(FL_HANDSHAKE);
+	op(0, 0, 10);
+	cmd(FL_OPEN);
+	u8(0);
+	cmd(FL_ANSWER);
+	cmd(FL_REAP);
+	save("link", "up-far-restart");
+	/* Our own connection authenticating: new ops wait for it, then go out on it. */
+	begin(PB_RAW_OUT, 0);
+	cmd(FL_HS_STEP);
+	cmd(FL_HS_STEP);
+	op(2, 0, 10);
+	cmd(FL_HS_STEP);
+	cmd(FL_ANSWER);
+	cmd(FL_REAP);
+	save("link", "out-settling");
+	begin(PB_RAW_OUT, 0);
+	cmd(FL_HS_STEP);
+	cmd(FL_HS_STEP);
+	op(2, 0, 10);
+	cmd(FL_ACCEPT);
+	u8(0);
+	cmd(FL_HANDSHAKE);
+	cmd(FL_BREAK);
+	cmd(FL_TICK);
+	save("link", "out-settling-duplicate");
+	/* Reloaded onto a transport the daemon has not: the peer cannot come back. */
+	begin(UP, 0);
+	cmd(FL_RELOAD);
+	u8(3);
+	cmd(FL_ACCEPT);
+	u8(0);
+	cmd(FL_HANDSHAKE);
+	cmd(FL_TICK);
+	save("link", "reload-other-transport");
+
 	/* Withdrawals, both ways. */
 	begin(UP, REMOTE);
 	revoke(PP_REVOKE, PB_FAR_EXPORT, PB_FAR_INC, false);
@@ -554,6 +610,17 @@ static void link_seeds(void)
 	revoke(PP_REVOKE, PB_FAR_EXPORT, PB_FAR_INC, true);
 	ctrl(junk, 5);
 	save("link", "verbs-ctrl");
+	begin(UP, LOOKED);
+	{
+		struct pp_write w;
+
+		memset(&w, 0, sizeof(w));
+		pp_hdr_init(&w.h, PP_WRITE, 1);
+		w.export_id = 1;
+		w.export_inc = PB_INC;
+		ctrl(&w, sizeof(w)); /* data has no place among control messages */
+	}
+	save("link", "verbs-ctrl-data");
 	begin(UP, LOOKED);
 	cmd(FL_NOTIFY);
 	u8(1);

@@ -484,32 +484,58 @@ static const struct peer_conf *far_lookup(void *ctx, const char *name)
 	return !strcmp(name, PB_NODE) ? &pb->near_conf : NULL;
 }
 
-bool pb_handshake(struct xconn *x)
+/* The far daemon's next handshake step on @x: false when it has none to take. */
+static bool far_step(struct xconn *x)
 {
 	_Alignas(8) uint8_t out[PP_FIXED_MAX];
 	struct pb *pb = x->pb;
 	struct pb_msg *m;
-	size_t n;
+	size_t n = 0;
 
+	if (x->closing)
+		return false;
 	if (!x->far_hs) {
 		x->far_hs = true;
 		if (x->outbound) {
-			peer_hs_init_responder(&x->far, PB_FAR, PB_FAR_INC, far_lookup, pb);
+			peer_hs_init_responder(&x->far, PB_FAR, pb->far_inc, far_lookup, pb);
 		} else {
 			struct pp_hello hello;
 
-			peer_hs_init_initiator(&x->far, PB_FAR, PB_FAR_INC, &pb->near_conf, &hello);
+			peer_hs_init_initiator(&x->far, PB_FAR, pb->far_inc, &pb->near_conf,
+					       &hello);
 			pb_feed(x, &hello, sizeof(hello), 0);
 		}
+		return true;
 	}
-	while (!x->closing && x->far.state != HS_DONE && x->far.state != HS_FAILED &&
-	       (m = far_next(x))) {
-		n = 0;
-		peer_hs_consume(&x->far, m->m, m->len, out, &n);
-		if (n)
-			pb_feed(x, out, n, 0);
-	}
-	return !x->closing && x->far.state == HS_DONE && x->st.link;
+	if (x->far.state == HS_DONE || x->far.state == HS_FAILED || !(m = far_next(x)))
+		return false;
+	peer_hs_consume(&x->far, m->m, m->len, out, &n);
+	if (n)
+		pb_feed(x, out, n, 0);
+	return true;
+}
+
+bool pb_handshake_step(struct xconn *x)
+{
+	far_step(x);
+	return !x->closing && x->far.state == HS_DONE;
+}
+
+bool pb_handshake(struct xconn *x)
+{
+	while (far_step(x))
+		;
+	return !x->closing && x->far.state == HS_DONE;
+}
+
+void pb_far_restart(struct pb *pb)
+{
+	struct xconn *x;
+
+	pb->far_inc++;
+	for (x = pb->conns; x; x = x->next)
+		if (!x->closing)
+			pb_break(x, x->connected ? -ECONNRESET : -ECONNREFUSED);
 }
 
 void pb_break(struct xconn *x, int err)
@@ -547,7 +573,7 @@ static void far_answer_one(struct xconn *x, const struct pb_msg *m)
 			out.lr.status = -RP_ENOEXPORT;
 		} else {
 			out.lr.export_id = PB_FAR_EXPORT;
-			out.lr.export_inc = PB_FAR_INC;
+			out.lr.export_inc = x->pb->far_inc;
 			out.lr.len = PB_FAR_LEN;
 			out.lr.access = RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE;
 		}
@@ -680,7 +706,10 @@ void pb_reload(struct pb *pb, unsigned which)
 		pb->alt.n_peers = 0;
 	} else {
 		other = far_conf_template();
-		memcpy(other.key, "fedcba9876543210fedcba9876543210", 32);
+		if (which == 2)
+			memcpy(other.key, "fedcba9876543210fedcba9876543210", 32);
+		else
+			other.transport = RP_TRANSPORT_VERBS; /* none on this bench */
 		pb->alt.peers = &other;
 		pb->alt.n_peers = 1;
 	}
@@ -690,7 +719,7 @@ void pb_reload(struct pb *pb, unsigned which)
 static int reload_hook(void *arg, char *msg, size_t msglen, unsigned *ret_restart)
 {
 	struct pb *pb = arg;
-	unsigned which = pb->reloads++ % 3;
+	unsigned which = pb->reloads++ % 4;
 
 	pb_reload(pb, which);
 	snprintf(msg, msglen, "reloaded: configuration %u", which);
@@ -737,6 +766,7 @@ void pb_init(struct pb *pb, enum pb_mode mode, unsigned flags)
 	}
 	rng_state = 0x5eed;
 	memset(pb, 0, sizeof(*pb));
+	pb->far_inc = PB_FAR_INC;
 	need(th_init(&pb->th) == 0);
 	pb->th.lean = true;
 	cfg = &pb->th.cfg;
@@ -878,13 +908,14 @@ static void ev_vsend(struct pb *pb, const uint8_t *p)
 static void ev_op(struct pb *pb, const uint8_t *p)
 {
 	static const uint16_t ops[4] = { RP_SQE_WRITE, RP_SQE_READ, RP_SQE_SEND, RP_SQE_WRITE };
-	struct rp_sqe q = { .target = 1, .imm = 0x5a };
+	struct rp_sqe q = { .imm = 0x5a };
 
 	q.opcode = ops[p[0] & 3];
 	q.flags = (p[0] & 3) == 3 ? RP_NOTIFY : 0;
 	q.region = p[0] & 4 ? 2 : 1;
+	q.target = p[0] & 8 ? 2 : 1;
 	q.offset = (uint64_t)p[1] * 64;
-	q.remote_offset = (uint64_t)p[1] * 64;
+	q.remote_offset = (uint64_t)p[1] * (p[0] & 16 ? 256 : 64);
 	q.len = le(p + 2, 2);
 	pb_submit(pb, q);
 }
@@ -1007,13 +1038,20 @@ size_t pb_event(struct pb *pb, const uint8_t *p, size_t n)
 	case FL_RELOAD:
 		if (n < 2)
 			return 0;
-		pb_reload(pb, p[1] % 3);
+		pb_reload(pb, p[1] % 4);
 		return 2;
 	case FL_PING:
 		pb_ping(pb);
 		return 1;
-	default: /* FL_CLIENT_CLOSE */
+	case FL_CLIENT_CLOSE:
 		pb_client_close(pb);
+		return 1;
+	case FL_HS_STEP:
+		if (x)
+			pb_handshake_step(x);
+		return 1;
+	default: /* FL_RESTART */
+		pb_far_restart(pb);
 		return 1;
 	}
 }

@@ -37,7 +37,7 @@
 #define PB_NODE "nodeA"			 /* this daemon */
 #define PB_FAR "nodeB"			 /* the configured peer */
 #define PB_INC 0x1111111111111111ull	 /* our incarnation */
-#define PB_FAR_INC 0x2222222222222222ull /* the far daemon's */
+#define PB_FAR_INC 0x2222222222222222ull /* the far daemon's (+1 for each restart) */
 #define PB_FAR_EXPORT 7			 /* export id of the far daemon's answers */
 #define PB_FAR_LEN 65536		 /* ... and its length */
 #define PB_FAR_MISSING "missing"	 /* a name the far daemon does not export */
@@ -85,7 +85,8 @@ struct pb {
 	struct ev_timer *timers;
 	uint64_t timer_serial;
 	struct xconn *conns;
-	int connect_err;	      /* our dialling fails with this (0: it is kept pending) */
+	int connect_err;  /* our dialling fails with this (0: it is kept pending) */
+	uint64_t far_inc; /* the far daemon's incarnation: PB_FAR_INC, +1 for each restart */
 	struct peer_conf far_conf;    /* nodeB, as our config names it */
 	struct peer_conf near_conf;   /* us, as the far daemon's config names us */
 	struct config alt;	      /* a reloaded config (pb_reload) */
@@ -132,8 +133,12 @@ struct xconn *pb_conn(struct pb *pb);
 struct xconn *pb_accept(struct pb *pb, const char *addr);
 /* Our dialling attempt, if one is pending: it connects (our HELLO goes out). */
 struct xconn *pb_connect_out(struct pb *pb);
-/* The far daemon runs the handshake on @x: true once the link is up. */
+/* The far daemon runs the handshake on @x: true once it is done (the link is up). */
 bool pb_handshake(struct xconn *x);
+/* Just its next step: its HELLO, or its answer to one message of ours. */
+bool pb_handshake_step(struct xconn *x);
+/* The far daemon restarts: a new incarnation, every connection to it breaks. */
+void pb_far_restart(struct pb *pb);
 /*
  * Bytes from the far side: fed to @x's stream as reads of at most @chunk
  * bytes (0: as much as the stream asks for), the way tcp_uv.c reads.
@@ -153,7 +158,10 @@ void pb_tick(struct pb *pb);
 void pb_submit(struct pb *pb, struct rp_sqe q);
 /* The client takes its completions. */
 void pb_reap(struct pb *pb);
-/* A reload: 0 the original config, 1 without nodeB, 2 nodeB with another key. */
+/*
+ * A reload: 0 the original config, 1 without nodeB, 2 nodeB with another
+ * key, 3 nodeB over the verbs transport (which this bench has not).
+ */
 void pb_reload(struct pb *pb, unsigned which);
 /* A peer_ping() of nodeB as an admin request would make it. */
 void pb_ping(struct pb *pb);
