@@ -1,7 +1,7 @@
 # rdmaproxyd. The layers, from the bottom (tests/check-layers.sh enforces them):
 #   utilities and wire     log, util, memguard, config, stats, ctl_wire, peer_proto, peer_hs
 #   RDMA resources         vx.h, rdma_dev, verbs_local
-#   client core            core, rings, region, exports, op, endpoint, xfer, session
+#   client core            core, rings, region, access, exports, op, endpoint, xfer, session
 #   peer layer             peer_gate, peer_link, peer_data, peers (behind transport.h)
 #   transports             tcp_stream, verbs_peer_io, verbs_peer
 #   loop glue and admin    evloop_uv, tcp_uv, clients, listener, notify, admin_metrics,
@@ -24,7 +24,8 @@ RP_DAEMON_RDMA = \
 	daemon/verbs_local.c daemon/verbs_local.h
 RP_DAEMON_CORE = \
 	daemon/core.c daemon/core.h \
-	daemon/rings.c daemon/region.c daemon/exports.c daemon/op.c daemon/endpoint.c \
+	daemon/rings.c daemon/region.c daemon/access.c daemon/exports.c daemon/op.c \
+	daemon/endpoint.c \
 	daemon/xfer.c daemon/session.c
 RP_DAEMON_PEERS = \
 	daemon/evloop.h daemon/transport.h \

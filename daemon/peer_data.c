@@ -137,6 +137,30 @@ static void on_lookup_r(struct peer_link *l, const struct pp_lookup_r *m)
 	data_check_drained(l);
 }
 
+/* The key of the rate-limited lines about peer @l. */
+static const char *peer_key(const struct peer_link *l, char *buf, size_t len)
+{
+	snprintf(buf, len, "peer %s", l->peer->conf.name);
+	return buf;
+}
+
+/* Peer @l may not open @e: counted, and logged per peer. */
+static int lookup_refused(struct peer_link *l, const struct export *e)
+{
+	const char *name = l->peer->conf.name;
+	struct creds owner;
+	char key[RP_NAME_MAX + 8];
+
+	export_owner(e, &owner);
+	stats_totals.export_refused[STATS_FROM_PEER]++;
+	log_ratelimited(peer_key(l, key, sizeof(key)), LOG_WARNING,
+			"peer %s: opening export '%s' of uid %d refused: the export does not "
+			"name this peer, and its [peer \"%s\"] section grants no exports of that "
+			"user (exports, export_users, export_groups)",
+			name, e->name, (int)owner.uid, name);
+	return -RP_EEXPORT_DENIED;
+}
+
 static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 {
 	struct peers *p = l->p;
@@ -148,6 +172,8 @@ static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 	pp_hdr_init(&r.h, PP_LOOKUP_R, m->h.id);
 	if (!e || e->dead || !e->region) {
 		r.status = -RP_ENOEXPORT;
+	} else if (!export_may_open_peer(e, config_peer(p->cfg, l->peer->conf.name))) {
+		r.status = lookup_refused(l, e);
 	} else {
 		n = l->t->ops->export_info(l->t, e, r.xinfo, sizeof(r.xinfo));
 		err = n < 0 ? n : export_publish(p->core, e, l->peer->conf.name);
@@ -409,6 +435,31 @@ static void revoke_start(struct peer *pr, struct export *e)
 		revoke_send(pr->up, rv);
 }
 
+void data_recheck(struct peers *p)
+{
+	char name[RP_NAME_MAX];
+	struct export *e;
+	struct peer *pr;
+	unsigned i;
+
+	for (e = p->core->exports; e; e = e->next) {
+		for (i = 0; i < e->n_lookers;) {
+			if (export_may_open_peer(e, config_peer(p->cfg, e->lookers[i]))) {
+				i++;
+				continue;
+			}
+			snprintf(name, sizeof(name), "%s", e->lookers[i]);
+			export_forget_looker(e, name);
+			log_notice("peer %s may no longer open export '%s': its handles to it are "
+				   "withdrawn",
+				   name, e->name);
+			pr = peer_find(p, name);
+			if (pr)
+				revoke_start(pr, e);
+		}
+	}
+}
+
 static void on_revoke_r(struct peer_link *l, const struct pp_revoke *m)
 {
 	struct prevoke **pp, *rv = NULL;
@@ -648,6 +699,22 @@ const struct core_peer_ops peers_core_ops = {
 
 /* ---- Requests from a peer. ---- */
 
+/*
+ * Peer @l used an export id its LOOKUP was never given (it guessed), or no
+ * longer may use (a reload took its right away).
+ */
+static int id_refused(struct peer_link *l, uint64_t id)
+{
+	char key[RP_NAME_MAX + 8];
+
+	stats_totals.export_refused[STATS_FROM_PEER]++;
+	log_ratelimited(peer_key(l, key, sizeof(key)), LOG_WARNING,
+			"peer %s: operation on export id %llu refused: the peer was not given it "
+			"or may not use it any more",
+			l->peer->conf.name, (unsigned long long)id);
+	return -RP_EEXPORT_DENIED;
+}
+
 static int rx_export(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 {
 	struct peers *p = l->p;
@@ -660,6 +727,9 @@ static int rx_export(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 	if (!e || e->dead || !e->region)
 		return rx->export_id && rx->export_id <= p->core->next_peer_id ? -RP_EUNEXPORTED
 									       : -RP_EBADHANDLE;
+	/* Ids are small numbers: only a peer that was given this one may use it. */
+	if (!export_looked_up_by(e, l->peer->conf.name))
+		return id_refused(l, rx->export_id);
 	if (!(e->access & (wr ? RP_ACCESS_REMOTE_WRITE : RP_ACCESS_REMOTE_READ)))
 		return -RP_EREMOTEACCESS;
 	if (!region_range_ok(e->region, rx->off, rx->len))

@@ -16,7 +16,7 @@ CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefin
 D=$src/daemon
 UTIL="$D/log.c $D/util.c $D/memguard.c $D/config.c $D/stats.c $D/ctl_wire.c $src/libclient/error.c"
 RDMA="$D/rdma_dev.c $D/verbs_local.c"
-CORE="$D/core.c $D/rings.c $D/region.c $D/exports.c $D/op.c $D/endpoint.c $D/xfer.c $D/session.c"
+CORE="$D/core.c $D/rings.c $D/region.c $D/access.c $D/exports.c $D/op.c $D/endpoint.c $D/xfer.c $D/session.c"
 CORE_LIBS=$(pkg-config --cflags --libs inih libsystemd libibverbs librdmacm)
 
 build() {
