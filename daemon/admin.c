@@ -146,7 +146,35 @@ static unsigned exports_of(const struct core *c, const struct region *r, const s
 	return n;
 }
 
-static void fill_client(const struct session *s, struct rp_admin_client *rec)
+/*
+ * Who asks for a list: administrators see everything; everybody else the
+ * regions of their own uid, and of other users' exports only those they
+ * may open (least privilege: names and owners of other users' exports are
+ * nobody else's business).
+ */
+struct viewer {
+	const struct session *s;
+	bool admin;
+};
+
+static bool sees_all(const struct viewer *w, const struct session *owner)
+{
+	return w->admin || owner->cred.uid == w->s->cred.uid;
+}
+
+/* Exports of @s that @w may open. */
+static unsigned exports_shown_of(const struct viewer *w, const struct session *s)
+{
+	const struct export *e;
+	unsigned n = 0;
+
+	for (e = s->core->exports; e; e = e->next)
+		n += !e->dead && e->s == s && export_may_open_local(e, w->s);
+	return n;
+}
+
+static void fill_client(const struct viewer *w, const struct session *s,
+			struct rp_admin_client *rec)
 {
 	const struct stats_session *st = &s->stats;
 	uint32_t i;
@@ -166,7 +194,7 @@ static void fill_client(const struct session *s, struct rp_admin_client *rec)
 	}
 	for (i = 0; i < s->endpoints.n; i++)
 		rec->endpoints += s->endpoints.v[i] != NULL;
-	rec->exports = exports_of(s->core, NULL, s);
+	rec->exports = sees_all(w, s) ? exports_of(s->core, NULL, s) : exports_shown_of(w, s);
 	rec->inflight = s->rings.cq_reserved;
 	rec->ops = st->ops;
 	rec->errors = st->errors;
@@ -176,6 +204,7 @@ static void fill_client(const struct session *s, struct rp_admin_client *rec)
 static int handle_clients(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
 			  const struct rp_admin_page_req *req)
 {
+	struct viewer w = { .s = s, .admin = is_admin(ctx, s) };
 	struct session **v;
 	struct page p;
 	size_t n, i;
@@ -194,7 +223,7 @@ static int handle_clients(struct admin_ctx *ctx, struct session *s, const struct
 		rec = page_add(&p, v[i]->id);
 		if (!rec)
 			break;
-		fill_client(v[i], rec);
+		fill_client(&w, v[i], rec);
 	}
 	free(v);
 	return page_send(s, h, &p);
@@ -203,6 +232,25 @@ static int handle_clients(struct admin_ctx *ctx, struct session *s, const struct
 static uint64_t region_key(const struct session *s, uint32_t id, unsigned k)
 {
 	return (uint64_t)s->id << 32 | (uint64_t)(id & 0xffff) << 16 | (k & 0xffff);
+}
+
+/* Who besides its owner and root may open @e (RP_OPEN_*), under the running config. */
+static uint32_t open_to(const struct config *cfg, const struct export *e)
+{
+	uint32_t flags = e->acl ? e->acl->flags : 0, r = 0;
+	size_t i, peers = 0;
+
+	if (e->acl && (e->acl->n_uids || e->acl->n_gids))
+		r |= RP_OPEN_USERS;
+	if (flags & RP_EXPORT_ANY_USER)
+		r |= RP_OPEN_ANY_USER;
+	for (i = 0; i < cfg->n_peers; i++)
+		peers += export_may_open_peer(e, &cfg->peers[i]);
+	if (peers)
+		r |= RP_OPEN_PEERS;
+	if ((flags & RP_EXPORT_ANY_PEER) || (peers && peers == cfg->n_peers))
+		r |= RP_OPEN_ALL_PEERS;
+	return r;
 }
 
 static void fill_region(const struct session *s, const struct region *r, const struct export *e,
@@ -218,6 +266,7 @@ static void fill_region(const struct session *s, const struct region *r, const s
 	rec->n_exports = n_exports;
 	if (e) {
 		rec->access = e->access;
+		rec->open_to = open_to(s->core->cfg, e);
 		snprintf(rec->export_name, sizeof(rec->export_name), "%s", e->name);
 	}
 }
@@ -231,22 +280,6 @@ static const struct export *nth_export(const struct core *c, const struct region
 		if (!e->dead && e->region == r && k-- == 0)
 			return e;
 	return NULL;
-}
-
-/*
- * Who asks for the list: administrators see every region; everybody else
- * the regions of their own uid, and of other users' regions only the
- * exports they may open (least privilege: names and owners of other
- * users' exports are nobody else's business).
- */
-struct viewer {
-	const struct session *s;
-	bool admin;
-};
-
-static bool sees_all(const struct viewer *w, const struct session *owner)
-{
-	return w->admin || owner->cred.uid == w->s->cred.uid;
 }
 
 /* Export @k of @r (NULL: the region's record without exports) is shown to @w. */

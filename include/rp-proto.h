@@ -272,11 +272,17 @@ struct rp_admin_region {
 	uint32_t busy;	    /* operations holding the region */
 	uint32_t n_exports; /* exports of this region */
 	uint32_t access;    /* RP_ACCESS_* of export_name */
-	uint32_t pad;
+	uint32_t open_to; /* RP_OPEN_* of export_name: who besides its owner and root may open it */
 	char comm[16];
 	char export_name[RP_NAME_MAX]; /* "" when n_exports is 0 */
 };
 _Static_assert(sizeof(struct rp_admin_region) == 120, "rp_admin_region");
+/* Before protocol version 2 open_to was padding (0), and every export was open to all. */
+#define RP_OPEN_USERS 0x1u    /* local users or groups the export names */
+#define RP_OPEN_ANY_USER 0x2u /* every local user */
+#define RP_OPEN_PEERS 0x4u /* some configured peers: named by the export or granted by the config \
+			    */
+#define RP_OPEN_ALL_PEERS 0x8u /* every configured peer */
 
 /* One configured peer. Counters are since the daemon started. */
 struct rp_admin_peer {

@@ -178,6 +178,19 @@ ok $? "root (an admin) lists every export ($got)"
 got=$(names 4243 4244)
 [ "$got" = "npriv rall rgroup rpriv ruser" ]
 ok $? "so does a member of admin_group ($got)"
+root_exports() { # root_exports UID GID: root's exports in rdmaproxyctl clients for that user
+	as "$1" "$2" - env RDMAPROXY_SOCKET="$T_DIR/B.sock" LD_LIBRARY_PATH="$T_DIR/bin" \
+		"$CTL" --json clients | jq '[.clients[] | select(.uid == 0) | .exports] | add'
+}
+[ "$(root_exports "$NOBODY" "$NOBODY")" = 2 ] && [ "$(root_exports 0 0)" = 4 ]
+ok $? "clients counts for nobody only root's exports it may open (2 of 4)"
+RDMAPROXY_SOCKET="$T_DIR/B.sock" "$CTL" regions >"$T_DIR/regions.txt"
+grep -q 'rpriv  *read,write  *owner$' "$T_DIR/regions.txt" &&
+	grep -q 'ruser  *read,write  *users$' "$T_DIR/regions.txt" &&
+	grep -q 'rgroup  *read,write  *users$' "$T_DIR/regions.txt" &&
+	grep -q 'rall  *read,write  *anyone$' "$T_DIR/regions.txt"
+ok $? "regions shows who else may open each export"
+diag "$T_DIR/regions.txt"
 
 # ---- peers: only those an export names ------------------------------------------
 spawn bpriv B 0 0 export bpriv 4096 1 private
@@ -202,6 +215,13 @@ io C expect-open B anyp 0 >"$T_DIR/open.out" 2>&1
 ok $? "an export for every peer: C may open it"
 opens 4243 4243 - B "" anyp "$DENIED"
 ok $? "every peer is not every local user"
+open_to() { # open_to NAME: the open_to list of export NAME on B, comma-separated
+	RDMAPROXY_SOCKET="$T_DIR/B.sock" "$CTL" --json regions |
+		jq -r ".regions[].exports[] | select(.name == \"$1\") | .open_to | join(\",\")"
+}
+[ "$(open_to bpriv)" = "" ] && [ "$(open_to fora)" = peers ] &&
+	[ "$(open_to anyp)" = peers,all-peers ]
+ok $? "regions --json: open_to of the private, the named-peer and the every-peer export"
 
 # A configured peer that guesses export ids: fora has id 1 (A looked it up).
 "$RAW" guess "${PORT[B]}" R B "$T_DIR/k.key" fora 4 >"$T_DIR/guess.out" 2>&1
@@ -226,6 +246,8 @@ reload_b "exports = all"
 ok $? "B reloads with [peer \"C\"] exports = all"
 io C expect-open B bpriv 0 >"$T_DIR/open.out" 2>&1
 ok $? "now C may open B's private export"
+[ "$(open_to bpriv)" = peers ]
+ok $? "and rdmaproxyctl regions says some peers may"
 io A expect-open B bpriv "$DENIED" >"$T_DIR/open.out" 2>&1
 ok $? "A still may not"
 mkfifo "$T_DIR/hold.in"
