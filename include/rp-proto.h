@@ -277,11 +277,14 @@ struct rp_admin_region {
 	char export_name[RP_NAME_MAX]; /* "" when n_exports is 0 */
 };
 _Static_assert(sizeof(struct rp_admin_region) == 120, "rp_admin_region");
-/* Before protocol version 2 open_to was padding (0), and every export was open to all. */
-#define RP_OPEN_USERS 0x1u    /* local users or groups the export names */
-#define RP_OPEN_ANY_USER 0x2u /* every local user */
-#define RP_OPEN_PEERS 0x4u /* some configured peers: named by the export or granted by the config \
-			    */
+/*
+ * Before protocol version 2 open_to was padding (0), and every export was
+ * open to all. RP_OPEN_PEERS: peers the export names, or that the config
+ * grants it to.
+ */
+#define RP_OPEN_USERS 0x1u     /* local users or groups the export names */
+#define RP_OPEN_ANY_USER 0x2u  /* every local user */
+#define RP_OPEN_PEERS 0x4u     /* some configured peers */
 #define RP_OPEN_ALL_PEERS 0x8u /* every configured peer */
 
 /* One configured peer. Counters are since the daemon started. */
