@@ -251,6 +251,7 @@ RP_EXPORT int rp_remote_close(struct rp_remote *rm);
  * client), -RP_EBOUNDS (checked here too), -EAGAIN (submission ring full:
  * reap completions and retry), -RP_EDAEMON. Failures after submission come
  * in the completion: -RP_EREMOTEBOUNDS, -RP_EREMOTEACCESS, -RP_EUNEXPORTED,
+ * -RP_EEXPORT_DENIED (a peer's right to the export was taken away),
  * -RP_ENOTIFYSPACE, -RP_ELIMIT_INFLIGHT, -RP_EOUTCOME.
  */
 RP_EXPORT int rp_write(struct rp_client *c, struct rp_region *r, size_t off, struct rp_remote *dst,
