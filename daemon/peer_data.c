@@ -435,28 +435,40 @@ static void revoke_start(struct peer *pr, struct export *e)
 		revoke_send(pr->up, rv);
 }
 
-void data_recheck(struct peers *p)
+/* @pr's lookups of exports it may no longer open are forgotten and withdrawn: how many. */
+static unsigned recheck_peer(struct peers *p, struct peer *pr, const char **ret_first)
 {
-	char name[RP_NAME_MAX];
+	const struct peer_conf *pc = config_peer(p->cfg, pr->conf.name);
+	unsigned n = 0;
 	struct export *e;
-	struct peer *pr;
-	unsigned i;
 
 	for (e = p->core->exports; e; e = e->next) {
-		for (i = 0; i < e->n_lookers;) {
-			if (export_may_open_peer(e, config_peer(p->cfg, e->lookers[i]))) {
-				i++;
-				continue;
-			}
-			snprintf(name, sizeof(name), "%s", e->lookers[i]);
-			export_forget_looker(e, name);
-			log_notice("peer %s may no longer open export '%s': its handles to it are "
-				   "withdrawn",
-				   name, e->name);
-			pr = peer_find(p, name);
-			if (pr)
-				revoke_start(pr, e);
-		}
+		if (!export_looked_up_by(e, pr->conf.name) || export_may_open_peer(e, pc))
+			continue;
+		export_forget_looker(e, pr->conf.name);
+		revoke_start(pr, e);
+		log_debug("peer %s may no longer open export '%s'", pr->conf.name, e->name);
+		if (!n++)
+			*ret_first = e->name;
+	}
+	return n;
+}
+
+void data_recheck(struct peers *p)
+{
+	const char *first = NULL;
+	struct peer *pr;
+	unsigned n;
+
+	for (pr = p->head; pr; pr = pr->next) {
+		if (pr->removed)
+			continue;
+		n = recheck_peer(p, pr, &first);
+		if (n)
+			log_notice("peer %s may no longer open %u export%s it looked up ('%s'%s): "
+				   "its handles to them are withdrawn",
+				   pr->conf.name, n, n == 1 ? "" : "s", first,
+				   n > 1 ? " and others" : "");
 	}
 }
 

@@ -262,7 +262,7 @@ wait_for 10 grep -q opened "$T_DIR/hold.out"
 ok $? "a client of C holds a handle to it"
 reload_b "export_users = nobody"
 ok $? "B reloads with [peer \"C\"] export_users = nobody instead"
-wait_for 10 grep -q "peer C may no longer open export 'bpriv': its handles to it are withdrawn" \
+wait_for 10 grep -q "peer C may no longer open 1 export it looked up ('bpriv'): its handles" \
 	"$T_DIR/B.log"
 ok $? "B withdraws C's handle to bpriv and says so"
 echo go >&9
