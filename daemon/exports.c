@@ -184,22 +184,6 @@ static void export_kill(struct core *c, struct export **pp)
 	export_unref(e);
 }
 
-static int add_looker(struct export *e, const char *name)
-{
-	char(*v)[RP_NAME_MAX];
-	unsigned i;
-
-	for (i = 0; i < e->n_lookers; i++)
-		if (!strcmp(e->lookers[i], name))
-			return 0;
-	v = realloc(e->lookers, (e->n_lookers + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	e->lookers = v;
-	snprintf(v[e->n_lookers++], RP_NAME_MAX, "%s", name);
-	return 0;
-}
-
 bool export_looked_up_by(const struct export *e, const char *peer)
 {
 	unsigned i;
@@ -208,6 +192,20 @@ bool export_looked_up_by(const struct export *e, const char *peer)
 		if (!strcmp(e->lookers[i], peer))
 			return true;
 	return false;
+}
+
+static int add_looker(struct export *e, const char *name)
+{
+	char(*v)[RP_NAME_MAX];
+
+	if (export_looked_up_by(e, name))
+		return 0;
+	v = realloc(e->lookers, (e->n_lookers + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	e->lookers = v;
+	snprintf(v[e->n_lookers++], RP_NAME_MAX, "%s", name);
+	return 0;
 }
 
 void export_forget_looker(struct export *e, const char *peer)
