@@ -26,7 +26,7 @@ NOBODY=$(id -u nobody)
 # with the library beside them.
 chmod 755 "$T_DIR"
 mkdir "$T_DIR/bin"
-cp "$top_builddir/tests/integration/test-peers-io" "$top_builddir/libclient/rdmaproxyctl" \
+cp "$top_builddir/tests/integration/test-peers-io" "$top_builddir/tools/ctl/rdmaproxyctl" \
 	"$top_builddir/examples/rp-demo" "$T_DIR/bin/"
 cp -L "$top_builddir/libclient/.libs/librdmaproxy.so.1" "$T_DIR/bin/"
 chmod 755 "$T_DIR/bin" "$T_DIR"/bin/*

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Who may open an export (daemon/access.c): the decision for local clients
+ * Who may open an export (daemon/core/access.c): the decision for local clients
  * (owner, root, named users, groups primary or supplementary, every user)
  * and for peers (named, every peer, and what a [peer] section grants), the
  * checks of an EXPORT_ACL request's lists, and the same decisions through
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/log.h"
+#include "../../daemon/base/log.h"
 #include "core-harness.h"
 #include "tap.h"
 
