@@ -503,6 +503,8 @@ static void on_revoke(struct peer_link *l, const struct pp_revoke *m)
 		err = link_send(l, &r, sizeof(r));
 	} else {
 		mark_revoked(l->p, l->peer, m->export_inc, m->export_id);
+		log_debug("peer %s withdrew its export %llu: handles to it fail from now on",
+			  l->peer->conf.name, (unsigned long long)m->export_id);
 		err = l->t->ops->revoke ? l->t->ops->revoke(l->x, m->export_id, &r, sizeof(r))
 					: link_send(l, &r, sizeof(r));
 	}

@@ -9,6 +9,9 @@
 # ids it was never given is refused. Every refusal has its own error code,
 # a log line and a count in the metrics; non-admins list only what they may
 # open. Runs clients as other users with setpriv, so it needs root.
+# RP_TEST_TRANSPORT=verbs and RP_TEST_ADDR (an rxe address) run the daemons
+# on the verbs transport (tests/vm/test-vm-export-acl.sh); the raw peer that
+# guesses ids speaks tcp only and is skipped then.
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null 2>&1 ||
@@ -18,6 +21,8 @@ if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null 2>&1 ||
 fi
 
 RAW="$top_builddir/tests/integration/test-peers-raw"
+TRANSPORT=${RP_TEST_TRANSPORT:-tcp}
+ADDR=${RP_TEST_ADDR:-127.0.0.1}
 DENIED=-4123 # -RP_EEXPORT_DENIED: RP_EBASE + 27, fixed by the ABI
 DENIED_TEXT="export access denied"
 NOBODY=$(id -u nobody)
@@ -47,11 +52,12 @@ conf() {
 	local n=$1 p kv
 	shift
 	{
-		printf '[daemon]\nnode_name = %s\nsocket = %s/%s.sock\ntransport = tcp\n' "$n" "$T_DIR" "$n"
-		printf 'listen = 127.0.0.1:%s\nlog_level = debug\nadmin_group = 4244\n' "${PORT[$n]}"
+		printf '[daemon]\nnode_name = %s\nsocket = %s/%s.sock\ntransport = %s\n' "$n" "$T_DIR" \
+			"$n" "$TRANSPORT"
+		printf 'listen = %s:%s\nlog_level = debug\nadmin_group = 4244\n' "$ADDR" "${PORT[$n]}"
 		for p in "$@"; do
-			printf '[peer "%s"]\naddress = 127.0.0.1:%s\nkey_file = %s/k.key\n' \
-				"${p%%;*}" "${PORT[${p%%;*}]}" "$T_DIR"
+			printf '[peer "%s"]\naddress = %s:%s\nkey_file = %s/k.key\n' \
+				"${p%%;*}" "$ADDR" "${PORT[${p%%;*}]}" "$T_DIR"
 			[ "$p" = "${p#*;}" ] || echo "${p#*;}" | tr ';' '\n'
 		done
 	} >"$T_DIR/$n.conf"
@@ -224,15 +230,19 @@ open_to() { # open_to NAME: the open_to list of export NAME on B, comma-separate
 ok $? "regions --json: open_to of the private, the named-peer and the every-peer export"
 
 # A configured peer that guesses export ids: fora has id 1 (A looked it up).
-"$RAW" guess "${PORT[B]}" R B "$T_DIR/k.key" fora 4 >"$T_DIR/guess.out" 2>&1
-grep -q "^lookup status=$DENIED$" "$T_DIR/guess.out"
-ok $? "a raw peer R that is not named is refused the lookup"
-! grep '^read id=' "$T_DIR/guess.out" | grep -q 'status=0$' &&
-	grep -q "^read id=1 status=$DENIED$" "$T_DIR/guess.out"
-ok $? "and reading by guessed ids: refused, the id A was given with RP_EEXPORT_DENIED"
-diag "$T_DIR/guess.out"
-grep -q "peer R: operation on export id 1 refused: the peer was not given it" "$T_DIR/B.log"
-ok $? "B logs the guess"
+if [ "$TRANSPORT" = tcp ]; then
+	"$RAW" guess "${PORT[B]}" R B "$T_DIR/k.key" fora 4 >"$T_DIR/guess.out" 2>&1
+	grep -q "^lookup status=$DENIED$" "$T_DIR/guess.out"
+	ok $? "a raw peer R that is not named is refused the lookup"
+	! grep '^read id=' "$T_DIR/guess.out" | grep -q 'status=0$' &&
+		grep -q "^read id=1 status=$DENIED$" "$T_DIR/guess.out"
+	ok $? "and reading by guessed ids: refused, the id A was given with RP_EEXPORT_DENIED"
+	diag "$T_DIR/guess.out"
+	grep -q "peer R: operation on export id 1 refused: the peer was not given it" "$T_DIR/B.log"
+	ok $? "B logs the guess"
+else
+	for i in 1 2 3; do echo "ok $((T_N += 1)) # SKIP the raw peer speaks tcp only"; done
+fi
 
 # ---- peers: what B's config grants, and a reload that takes it back ---------------
 reload_b() { # reload_b "C-section lines": B's config with these in [peer "C"], reloaded
@@ -260,17 +270,17 @@ T_PIDS+=("$HOLD")
 exec 9>"$T_DIR/hold.in"
 wait_for 10 grep -q opened "$T_DIR/hold.out"
 ok $? "a client of C holds a handle to it"
+before=$(grep -c "peer B withdrew its export" "$T_DIR/C.log")
 reload_b "export_users = nobody"
 ok $? "B reloads with [peer \"C\"] export_users = nobody instead"
 wait_for 10 grep -q "peer C may no longer open 1 export it looked up ('bpriv'): its handles" \
-	"$T_DIR/B.log"
-ok $? "B withdraws C's handle to bpriv and says so"
+	"$T_DIR/B.log" && wait_for 10 sh -c "[ \$(grep -c 'peer B withdrew its export' '$T_DIR/C.log') -gt $before ]"
+ok $? "B withdraws C's handle to bpriv, says so, and C hears of it"
 echo go >&9
 exec 9>&-
 wait "$HOLD"
-# Withdrawn (C heard of it first), or refused by B (the write got there first).
-grep -Eq "^status=-(4101|4123) " "$T_DIR/hold.out"
-ok $? "C's next write through it is refused ($(tail -1 "$T_DIR/hold.out"))"
+grep -q "^status=-4101 " "$T_DIR/hold.out"
+ok $? "C's next write through it fails: RP_EUNEXPORTED ($(tail -1 "$T_DIR/hold.out"))"
 io C expect-open B bpriv "$DENIED" >"$T_DIR/open.out" 2>&1
 ok $? "and C may not open bpriv again"
 io C expect-open B npriv 0 >"$T_DIR/open.out" 2>&1
