@@ -47,4 +47,5 @@ vm_require
 		if (rc && !fail)
 			print "not ok " ++n " - rp-vm exited with status " rc
 		print "1.." n
+		exit fail || rc
 	}'
