@@ -15,12 +15,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "core.h"
-#include "ctl_wire.h"
-#include "log.h"
-#include "peer.h"
-#include "rdma_dev.h"
-#include "stats.h"
+#include "core/core.h"
+#include "base/ctl_wire.h"
+#include "base/log.h"
+#include "peer/peer.h"
+#include "rdma/rdma_dev.h"
+#include "base/stats.h"
 
 struct admin_session {
 	struct admin_ctx *ctx;

@@ -17,10 +17,10 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "core.h"
-#include "log.h"
-#include "peer.h"
-#include "stats.h"
+#include "core/core.h"
+#include "base/log.h"
+#include "peer/peer.h"
+#include "base/stats.h"
 
 struct text {
 	char *buf;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "config.h"
+#include "base/config.h"
 
 struct core;
 struct peers;

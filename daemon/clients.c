@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include "admin.h"
-#include "core.h"
-#include "ctl_wire.h"
+#include "core/core.h"
+#include "base/ctl_wire.h"
 #include "engine.h"
-#include "log.h"
+#include "base/log.h"
 #include "rp-fdpass.h"
 
 /* Up to this many fds are received per packet so that extra ones can be closed. */

@@ -10,7 +10,7 @@
 
 #include <uv.h>
 
-#include "config.h"
+#include "base/config.h"
 
 struct admin_ctx;
 struct clients;

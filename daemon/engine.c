@@ -29,11 +29,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "core.h"
+#include "core/core.h"
 #include "evloop_uv.h"
-#include "rdma_dev.h"
-#include "stats.h"
-#include "verbs_local.h"
+#include "rdma/rdma_dev.h"
+#include "base/stats.h"
+#include "rdma/verbs_local.h"
 
 /* One callback runs passes for at most this long before libuv gets the loop back. */
 #define BUDGET_NS 500000u

@@ -5,7 +5,7 @@
 
 #include <uv.h>
 
-#include "evloop.h"
+#include "base/evloop.h"
 
 int evloop_uv_new(uv_loop_t *loop, struct evloop **ret);
 /* Run the callbacks of the timers started with 0 ms now (the engine, each pass). */

@@ -12,7 +12,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "base/config.h"
 
 #define LISTEN_BACKLOG 128
 

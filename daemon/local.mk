@@ -1,37 +1,39 @@
-# rdmaproxyd. The layers, from the bottom (tests/check-layers.sh enforces them):
-#   utilities and wire     log, util, memguard, config, stats, ctl_wire, peer_proto, peer_hs
-#   RDMA resources         vx.h, rdma_dev, verbs_local
-#   client core            core, rings, region, exports, op, endpoint, xfer, session
-#   peer layer             peer_gate, peer_link, peer_data, peers (behind transport.h)
-#   transports             tcp_stream, verbs_peer_io, verbs_peer
-#   loop glue and admin    evloop_uv, tcp_uv, clients, listener, notify, admin_metrics,
-#                          admin, manager, main
+# rdmaproxyd. The layers, from the bottom, one directory each (tests/check-layers.sh
+# enforces them; headers are included by their path under daemon/, "core/core.h"):
+#   daemon/base/   utilities and wire   log, util, memguard, config, stats, ctl_wire, evloop.h
+#   daemon/rdma/   RDMA resources       vx.h, rdma_dev, verbs_local
+#   daemon/core/   client core          core, rings, region, exports, op, endpoint, xfer, session
+#   daemon/peer/   peer layer           peer_proto, peer_hs (wire), peer_gate, peer_link,
+#                                       peer_data, peers (behind transport.h)
+#                  transports           tcp_stream, verbs_peer_io, verbs_peer
+#   daemon/        loop glue and admin  evloop_uv, tcp_uv, engine, clients, listener, notify,
+#                                       admin_metrics, admin, manager, main
 sbin_PROGRAMS += daemon/rdmaproxyd
 RP_DAEMON_UTIL = \
-	daemon/log.c daemon/log.h \
-	daemon/util.c daemon/util.h \
-	daemon/memguard.c daemon/memguard.h \
-	daemon/config.c daemon/config.h \
-	daemon/stats.c daemon/stats.h \
-	daemon/ctl_wire.c daemon/ctl_wire.h \
-	daemon/peer_proto.c daemon/peer_proto.h \
-	daemon/peer_hs.c daemon/peer_hs.h \
+	daemon/base/log.c daemon/base/log.h \
+	daemon/base/util.c daemon/base/util.h \
+	daemon/base/memguard.c daemon/base/memguard.h \
+	daemon/base/config.c daemon/base/config.h \
+	daemon/base/stats.c daemon/base/stats.h \
+	daemon/base/ctl_wire.c daemon/base/ctl_wire.h \
+	daemon/peer/peer_proto.c daemon/peer/peer_proto.h \
+	daemon/peer/peer_hs.c daemon/peer/peer_hs.h \
 	libclient/error.c \
 	include/rp-proto.h include/rp-ring.h include/rp-fdpass.h include/rdmaproxy.h
 RP_DAEMON_RDMA = \
-	daemon/vx.h \
-	daemon/rdma_dev.c daemon/rdma_dev.h \
-	daemon/verbs_local.c daemon/verbs_local.h
+	daemon/rdma/vx.h \
+	daemon/rdma/rdma_dev.c daemon/rdma/rdma_dev.h \
+	daemon/rdma/verbs_local.c daemon/rdma/verbs_local.h
 RP_DAEMON_CORE = \
-	daemon/core.c daemon/core.h \
-	daemon/rings.c daemon/region.c daemon/exports.c daemon/op.c daemon/endpoint.c \
-	daemon/xfer.c daemon/session.c
+	daemon/core/core.c daemon/core/core.h \
+	daemon/core/rings.c daemon/core/region.c daemon/core/exports.c daemon/core/op.c daemon/core/endpoint.c \
+	daemon/core/xfer.c daemon/core/session.c
 RP_DAEMON_PEERS = \
-	daemon/evloop.h daemon/transport.h \
-	daemon/peer_gate.c daemon/peer_gate.h \
-	daemon/peer_link.c daemon/peer_data.c daemon/peers.c daemon/peer.h daemon/peer_int.h \
-	daemon/tcp_stream.c daemon/tcp_stream.h \
-	daemon/verbs_peer_io.c daemon/verbs_peer_io.h daemon/verbs_peer.c
+	daemon/base/evloop.h daemon/peer/transport.h \
+	daemon/peer/peer_gate.c daemon/peer/peer_gate.h \
+	daemon/peer/peer_link.c daemon/peer/peer_data.c daemon/peer/peers.c daemon/peer/peer.h daemon/peer/peer_int.h \
+	daemon/peer/tcp_stream.c daemon/peer/tcp_stream.h \
+	daemon/peer/verbs_peer_io.c daemon/peer/verbs_peer_io.h daemon/peer/verbs_peer.c
 RP_DAEMON_GLUE = \
 	daemon/evloop_uv.c daemon/evloop_uv.h \
 	daemon/tcp_uv.c daemon/tcp_uv.h \

@@ -10,10 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "manager.h"
-#include "memguard.h"
+#include "base/memguard.h"
 
 struct options {
 	const char *config;

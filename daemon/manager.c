@@ -11,19 +11,19 @@
 #include <unistd.h>
 
 #include "clients.h"
-#include "core.h"
+#include "core/core.h"
 #include "engine.h"
 #include "evloop_uv.h"
-#include "log.h"
+#include "base/log.h"
 #include "manager_uv.h"
 #include "notify.h"
-#include "peer.h"
-#include "rdma_dev.h"
+#include "peer/peer.h"
+#include "rdma/rdma_dev.h"
 #include "rp-proto.h"
-#include "stats.h"
+#include "base/stats.h"
 #include "tcp_uv.h"
-#include "util.h"
-#include "verbs_local.h"
+#include "base/util.h"
+#include "rdma/verbs_local.h"
 
 /*
  * When fds run out (EMFILE/ENFILE, or a new client's fd in the last part of

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "admin.h"
-#include "config.h"
+#include "base/config.h"
 #include "listener.h"
 
 struct rdev;

@@ -29,11 +29,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evloop.h"
-#include "log.h"
-#include "stats.h"
-#include "tcp_stream.h"
-#include "util.h"
+#include "base/evloop.h"
+#include "base/log.h"
+#include "base/stats.h"
+#include "peer/tcp_stream.h"
+#include "base/util.h"
 
 #define WQ_HIGH (4u << 20) /* queued replies' cost at which reading stops */
 #define WQ_LOW (1u << 20)  /* ... and below which it resumes */

@@ -5,7 +5,7 @@
 
 #include <uv.h>
 
-#include "transport.h"
+#include "peer/transport.h"
 
 struct evloop;
 

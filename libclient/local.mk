@@ -40,6 +40,3 @@ EXTRA_DIST += tests/integration/test-client-symbols.sh \
 	tests/integration/test-client.sh \
 	tests/integration/test-client-death.sh
 
-include examples/local.mk
-include libclient/ctl.mk
-include libclient/perf.mk

@@ -2,22 +2,32 @@
 # The daemon's architecture, checked. Every file of daemon/ sits in one layer;
 # a file may include headers of its own layer and of the layers below, never
 # of a layer above, and the #include "..." graph has no cycle. Only the loop
-# glue sees libuv, and only daemon/vx.h calls the rdma-core functions that
+# glue sees libuv, and only daemon/rdma/vx.h calls the rdma-core functions that
 # can fail (it turns their three error conventions into negative errno).
 #
-# The layers, from the bottom. A new file must be added here: this table is
-# the architecture in one place.
-#   0 util     utilities and wire formats, no state of the daemon's
-#   1 rdma     RDMA resources (libibverbs, librdmacm)
-#   2 core     the client core: sessions, regions, exports, operations;
-#              loop-free and socket-free (tests/unit drives it alone)
-#   3 peers    the peer layer and the transport interface it defines
-#   4 xport    the transports, loop-free (the loop comes through evloop.h)
-#   5 glue     loop glue (libuv), client sockets, admin, the manager, main
+# The layers, from the bottom, and the directory each one lives in. A new file
+# must be added here: this table is the architecture in one place.
+#   0 util     daemon/base/   utilities and wire formats, no state of the daemon's
+#              daemon/peer/   (peer_proto, peer_hs: the peer wire and handshake)
+#   1 rdma     daemon/rdma/   RDMA resources (libibverbs, librdmacm)
+#   2 core     daemon/core/   the client core: sessions, regions, exports,
+#                             operations; loop-free and socket-free (tests/unit
+#                             drives it alone)
+#   3 peers    daemon/peer/   the peer layer and the transport interface it defines
+#   4 xport    daemon/peer/   the transports, loop-free (the loop comes through evloop.h)
+#   5 glue     daemon/        loop glue (libuv), client sockets, admin, the manager, main
+# Headers are included by their path under daemon/ ("core/core.h"); the glue's
+# own headers, at the top of daemon/, by their name.
 set -u
 srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 D=$srcdir/daemon
 CC=${CC:-cc}
+
+# A file's name without directory and suffix: "core/core.h" -> core.
+base() {
+	local b=${1##*/}
+	echo "${b%.*}"
+}
 
 layer_of() {
 	case "$1" in
@@ -32,6 +42,16 @@ layer_of() {
 	esac
 }
 NAMES=(util rdma core peers xport glue)
+
+# The directory a file of this layer lives in ("" = daemon/ itself).
+dir_ok() { # FILE LAYER
+	local d=${1%/*}
+	[ "$d" = "$1" ] && d=""
+	case "$2:$d" in
+	0:base | 0:peer | 1:rdma | 2:core | 3:peer | 4:peer | 5:) return 0 ;;
+	*) return 1 ;;
+	esac
+}
 
 # rdma-core calls that cannot fail (strings, void acks and frees): allowed anywhere below.
 VERBS_OK='ibv_get_device_name|ibv_wc_status_str|ibv_event_type_str|ibv_port_state_str|rdma_event_str|rdma_get_peer_addr|ibv_ack_cq_events|ibv_ack_async_event|rdma_free_devices|rdma_destroy_event_channel'
@@ -54,33 +74,50 @@ code_of() {
 	"$CC" -fpreprocessed -dD -E -P "$1" 2>/dev/null | sed 's/"\([^"\\]\|\\.\)*"/""/g'
 }
 
-files=$(cd "$D" && ls ./*.c ./*.h | sed 's|^\./||' | sort)
+files=$(cd "$D" && find . -name '*.[ch]' | sed 's|^\./||' | LC_ALL=C sort)
 
 # 1. Every file has a layer.
 bad=""
 for f in $files; do
-	[ "$(layer_of "${f%.*}")" -ge 0 ] || bad="$bad $f"
+	[ "$(layer_of "$(base "$f")")" -ge 0 ] || bad="$bad $f"
 done
 [ -z "$bad" ]
 ok $? "every daemon file sits in a layer of this script's table" ||
 	echo "# not in the table:$bad (add it to layer_of in tests/check-layers.sh)"
 
+# 1b. ... and in its layer's directory.
+bad=""
+for f in $files; do
+	l=$(layer_of "$(base "$f")")
+	[ "$l" -lt 0 ] || dir_ok "$f" "$l" || bad="$bad\n#   $f (${NAMES[$l]})"
+done
+[ -z "$bad" ]
+ok $? "every daemon file lives in its layer's directory" || printf '%b\n' "${bad#\\n}"
+
 # 2. No include runs up a layer.
 edges=$(mktemp)
 trap 'rm -f "$edges"' EXIT
 up=""
+unres=""
 for f in $files; do
-	lf=$(layer_of "${f%.*}")
+	lf=$(layer_of "$(base "$f")")
 	for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$D/$f"); do
-		[ -f "$D/$inc" ] || continue # include/ headers: the shared wire formats, layer 0
+		if [ ! -f "$D/$inc" ]; then
+			# include/ headers: the shared wire formats, layer 0
+			[ -f "$srcdir/include/$inc" ] || unres="$unres\n#   $f: \"$inc\""
+			continue
+		fi
 		echo "$f $inc" >>"$edges"
-		li=$(layer_of "${inc%.*}")
+		li=$(layer_of "$(base "$inc")")
 		[ "$li" -le "$lf" ] ||
 			up="$up\n#   $f (${NAMES[$lf]}) includes $inc (${NAMES[$li]})"
 	done
 done
 [ -z "$up" ]
 ok $? "no file includes a header of a layer above its own" || printf '%b\n' "${up#\\n}"
+[ -z "$unres" ]
+ok $? "every #include \"...\" names a file by its path under daemon/ or include/" ||
+	printf '%b\n' "${unres#\\n}"
 
 # 3. The include graph has no cycle (tsort reports one on stderr).
 cyc=$(tsort "$edges" 2>&1 >/dev/null)
@@ -90,7 +127,7 @@ ok $? "the #include graph of daemon/ has no cycle" || echo "$cyc" | sed 's/^/# /
 # 4. Only the loop glue sees libuv.
 uv=""
 for f in $files; do
-	[ "$(layer_of "${f%.*}")" -eq 5 ] && continue
+	[ "$(layer_of "$(base "$f")")" -eq 5 ] && continue
 	if grep -q '#[[:space:]]*include[[:space:]]*<uv\.h>' "$D/$f" ||
 		code_of "$D/$f" | grep -qE '\buv_[a-z_0-9]+[[:space:]]*\('; then
 		uv="$uv $f"
@@ -102,13 +139,13 @@ ok $? "only the loop glue includes <uv.h> or calls uv_*" || echo "# below the gl
 # 5. One verbs error boundary.
 vb=""
 for f in $files; do
-	[ "$f" = vx.h ] && continue
+	[ "$f" = rdma/vx.h ] && continue
 	hits=$(code_of "$D/$f" | grep -oE '\b(ibv|rdma)_[a-z_0-9]+[[:space:]]*\(' |
 		sed 's/[[:space:]]*($//' | grep -vxE "$VERBS_OK" | sort -u | tr '\n' ' ')
 	[ -n "$hits" ] && vb="$vb\n#   $f: $hits"
 done
 [ -z "$vb" ]
-ok $? "only daemon/vx.h calls rdma-core functions that can fail" || printf '%b\n' "${vb#\\n}"
+ok $? "only daemon/rdma/vx.h calls rdma-core functions that can fail" || printf '%b\n' "${vb#\\n}"
 
 echo "1..$n"
 exit $fail

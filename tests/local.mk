@@ -16,13 +16,13 @@ EXTRA_DIST += tests/check-man.sh tests/check-layers.sh tests/check-format.sh .cl
 # The verbs loopback module, tested on real rxe inside the guest (tests/vm).
 check_PROGRAMS += tests/helpers/verbs-local-check
 tests_helpers_verbs_local_check_SOURCES = tests/helpers/verbs-local-check.c \
-	daemon/verbs_local.c daemon/verbs_local.h daemon/rdma_dev.c daemon/rdma_dev.h daemon/vx.h
+	daemon/rdma/verbs_local.c daemon/rdma/verbs_local.h daemon/rdma/rdma_dev.c daemon/rdma/rdma_dev.h daemon/rdma/vx.h
 tests_helpers_verbs_local_check_LDADD = $(IBVERBS_LIBS) $(RDMACM_LIBS)
 
 # An unauthenticated verbs connector: the daemon's QP must refuse its writes.
 check_PROGRAMS += tests/helpers/vp-intruder
 tests_helpers_vp_intruder_SOURCES = tests/helpers/vp-intruder.c
-tests_helpers_vp_intruder_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+tests_helpers_vp_intruder_CPPFLAGS = $(AM_CPPFLAGS)
 tests_helpers_vp_intruder_LDADD = $(IBVERBS_LIBS) $(RDMACM_LIBS)
 include tests/integration/perf.mk
 include tests/integration/hostile.mk

@@ -10,7 +10,7 @@
 BENCH="$top_srcdir/tests/bench/host-bench"
 J="$T_DIR/hb.json"
 
-(cd "$top_builddir" && timeout 300 "$BENCH" --quick --no-install --only hop,scale,tcp,idle \
+(cd "$top_builddir" && timeout 900 "$BENCH" --quick --no-install --only hop,scale,tcp,idle \
 	--json "$J") >"$T_DIR/out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || [ $rc -eq 1 ]

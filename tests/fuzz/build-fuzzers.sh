@@ -12,11 +12,13 @@ CC=${CC:-clang-14}
 mkdir -p "$out"
 
 CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-	-fno-omit-frame-pointer -D_GNU_SOURCE -DSYSCONFDIR=\"/etc\" -I$src/include"
+	-fno-omit-frame-pointer -D_GNU_SOURCE -DSYSCONFDIR=\"/etc\" -I$src/include -I$src/daemon"
 D=$src/daemon
-UTIL="$D/log.c $D/util.c $D/memguard.c $D/config.c $D/stats.c $D/ctl_wire.c $src/libclient/error.c"
-RDMA="$D/rdma_dev.c $D/verbs_local.c"
-CORE="$D/core.c $D/rings.c $D/region.c $D/exports.c $D/op.c $D/endpoint.c $D/xfer.c $D/session.c"
+UTIL="$D/base/log.c $D/base/util.c $D/base/memguard.c $D/base/config.c $D/base/stats.c $D/base/ctl_wire.c
+	$src/libclient/error.c"
+RDMA="$D/rdma/rdma_dev.c $D/rdma/verbs_local.c"
+C=$D/core
+CORE="$C/core.c $C/rings.c $C/region.c $C/exports.c $C/op.c $C/endpoint.c $C/xfer.c $C/session.c"
 CORE_LIBS=$(pkg-config --cflags --libs inih libsystemd libibverbs librdmacm)
 
 build() {
@@ -27,8 +29,8 @@ build() {
 	$CC $CFLAGS "$@" -o "$out/$name"
 }
 
-build fuzz-config "$src/tests/fuzz/fuzz-config.c" "$D/config.c" $(pkg-config --cflags --libs inih)
-build fuzz-peer "$src/tests/fuzz/fuzz-peer.c" "$D/peer_proto.c" "$D/peer_hs.c" \
+build fuzz-config "$src/tests/fuzz/fuzz-config.c" "$D/base/config.c" $(pkg-config --cflags --libs inih)
+build fuzz-peer "$src/tests/fuzz/fuzz-peer.c" "$D/peer/peer_proto.c" "$D/peer/peer_hs.c" \
 	$(pkg-config --cflags --libs libsodium)
 build fuzz-ctl "$src/tests/fuzz/fuzz-ctl.c" "$src/tests/unit/core-harness.c" $UTIL $RDMA $CORE \
 	$CORE_LIBS

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/config.h"
+#include "../../daemon/base/config.h"
 
 #define FUZZ_NAME "fuzz.conf"
 #define FUZZ_MAX_INPUT 65536

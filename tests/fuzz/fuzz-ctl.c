@@ -23,7 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../daemon/log.h"
+#include "../../daemon/base/log.h"
 #include "../unit/core-harness.h"
 #include "fuzz-core.h"
 

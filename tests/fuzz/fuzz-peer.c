@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/peer_hs.h"
-#include "../../daemon/peer_proto.h"
+#include "../../daemon/peer/peer_hs.h"
+#include "../../daemon/peer/peer_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/log.h"
+#include "../../daemon/base/log.h"
 #include "../unit/core-harness.h"
 #include "fuzz-core.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * TAP test of daemon/verbs_local.c on a real RDMA device (Soft-RoCE in the
+ * TAP test of daemon/rdma/verbs_local.c on a real RDMA device (Soft-RoCE in the
  * test guest): RDMA WRITE and READ through the loopback RC QP at sizes from
  * 1 B to 64 MiB with checksums, a remote access error and the recovery after
  * it, many more ops than the send queue holds, and exactly one report per op
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/rdma_dev.h"
-#include "../../daemon/verbs_local.h"
-#include "../../daemon/vx.h"
+#include "../../daemon/rdma/rdma_dev.h"
+#include "../../daemon/rdma/verbs_local.h"
+#include "../../daemon/rdma/vx.h"
 #include "../unit/tap.h"
 
 #define BIG (64u << 20)

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "verbs_peer_io.h" /* struct vp_cm_hello, VP_MAGIC, VP_VERSION, VP_NRING */
+#include "peer/verbs_peer_io.h" /* struct vp_cm_hello, VP_MAGIC, VP_VERSION, VP_NRING */
 
 static struct rdma_cm_event *wait_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
 {

@@ -4,12 +4,12 @@ check_PROGRAMS += tests/unit/test-peer-proto tests/fuzz/replay-peer
 TESTS += tests/unit/test-peer-proto tests/fuzz/replay-peer.sh
 
 tests_unit_test_peer_proto_SOURCES = tests/unit/test-peer-proto.c tests/unit/tap.h \
-	daemon/peer_proto.c daemon/peer_proto.h daemon/peer_hs.c daemon/peer_hs.h
+	daemon/peer/peer_proto.c daemon/peer/peer_proto.h daemon/peer/peer_hs.c daemon/peer/peer_hs.h
 tests_unit_test_peer_proto_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
 tests_unit_test_peer_proto_LDADD = $(SODIUM_LIBS)
 
 tests_fuzz_replay_peer_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-peer.c \
-	daemon/peer_proto.c daemon/peer_proto.h daemon/peer_hs.c daemon/peer_hs.h
+	daemon/peer/peer_proto.c daemon/peer/peer_proto.h daemon/peer/peer_hs.c daemon/peer/peer_hs.h
 tests_fuzz_replay_peer_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
 tests_fuzz_replay_peer_LDADD = $(SODIUM_LIBS)
 
@@ -26,7 +26,7 @@ EXTRA_DIST += tests/integration/test-peers.sh
 # reads the replies of), built on the daemon's own codec and handshake.
 check_PROGRAMS += tests/integration/test-peers-raw
 tests_integration_test_peers_raw_SOURCES = tests/integration/test-peers-raw.c \
-	daemon/peer_proto.c daemon/peer_proto.h daemon/peer_hs.c daemon/peer_hs.h
+	daemon/peer/peer_proto.c daemon/peer/peer_proto.h daemon/peer/peer_hs.c daemon/peer/peer_hs.h
 tests_integration_test_peers_raw_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
 tests_integration_test_peers_raw_LDADD = $(SODIUM_LIBS)
 
@@ -36,8 +36,8 @@ tests_integration_test_peers_raw_LDADD = $(SODIUM_LIBS)
 check_PROGRAMS += tests/unit/test-peer-gate tests/unit/test-log
 TESTS += tests/unit/test-peer-gate tests/unit/test-log
 tests_unit_test_peer_gate_SOURCES = tests/unit/test-peer-gate.c tests/unit/tap.h \
-	daemon/peer_gate.c daemon/peer_gate.h
-tests_unit_test_log_SOURCES = tests/unit/test-log.c tests/unit/tap.h daemon/log.c daemon/log.h
+	daemon/peer/peer_gate.c daemon/peer/peer_gate.h
+tests_unit_test_log_SOURCES = tests/unit/test-log.c tests/unit/tap.h daemon/base/log.c daemon/base/log.h
 tests_unit_test_log_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
 tests_unit_test_log_LDADD = $(SYSTEMD_LIBS)
 TESTS += tests/integration/test-peer-flood.sh

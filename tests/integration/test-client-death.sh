@@ -10,7 +10,7 @@
 
 DEATH="$top_builddir/tests/integration/test-client-death"
 PIO="$top_builddir/tests/integration/test-peers-io"
-CTL="$top_builddir/libclient/rdmaproxyctl"
+CTL="$top_builddir/tools/ctl/rdmaproxyctl"
 
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'

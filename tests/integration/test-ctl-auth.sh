@@ -15,7 +15,7 @@ CONF="$T_DIR/rp.conf"
 LOG="$T_DIR/daemon.log"
 # A private copy that nobody may run (the build tree may be closed to it).
 CTL="$T_DIR/rdmaproxyctl"
-cp "$top_builddir/libclient/rdmaproxyctl" "$CTL"
+cp "$top_builddir/tools/ctl/rdmaproxyctl" "$CTL"
 chmod 755 "$T_DIR" "$CTL"
 export RDMAPROXY_SOCKET="$SOCK"
 

@@ -4,7 +4,7 @@
 # exit codes, socket selection, and systemd's STATUS= refresh.
 . "$(dirname "$0")/lib.sh"
 
-CTL="$top_builddir/libclient/rdmaproxyctl"
+CTL="$top_builddir/tools/ctl/rdmaproxyctl"
 LOAD="$HELPERS/ctl-load"
 SOCK="$T_DIR/rp.sock"
 CONF="$T_DIR/rp.conf"

@@ -166,7 +166,7 @@ DPID=$("$PROBE" "$SOCK" status | sed -n 's/^daemon_pid=//p')
 ok $? "detached with a relative -c: ready, serving, and its directory is / (rc $rc)" ||
 	diag "$T_DIR/detach.out"
 sed -i 's/^log_level = debug/log_level = info/' "$T_DIR/rel.conf"
-"$top_builddir/libclient/rdmaproxyctl" -s "$SOCK" reload >"$T_DIR/rel-reload.txt" 2>&1
+"$top_builddir/tools/ctl/rdmaproxyctl" -s "$SOCK" reload >"$T_DIR/rel-reload.txt" 2>&1
 [ $? -eq 0 ] && grep -q "^reloaded $T_DIR/rel.conf: log level info" "$T_DIR/rel-reload.txt"
 ok $? "and a reload re-reads the same file ($(cat "$T_DIR/rel-reload.txt"))"
 if [ -n "$DPID" ]; then

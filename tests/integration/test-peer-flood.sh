@@ -14,7 +14,7 @@
 
 RAW="$top_builddir/tests/integration/test-peers-raw"
 IO="$top_builddir/tests/integration/test-client-io"
-CTL="$top_builddir/libclient/rdmaproxyctl"
+CTL="$top_builddir/tools/ctl/rdmaproxyctl"
 H="$HELPERS/hostile"
 PROBE="$HELPERS/rp-probe"
 SOCK="$T_DIR/rp.sock"

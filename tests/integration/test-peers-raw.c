@@ -43,8 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../daemon/peer_hs.h"
-#include "../../daemon/peer_proto.h"
+#include "../../daemon/peer/peer_hs.h"
+#include "../../daemon/peer/peer_proto.h"
 
 static double now_s(void)
 {

@@ -11,7 +11,7 @@
 
 IO="$top_builddir/tests/integration/test-peers-io"
 RAW="$top_builddir/tests/integration/test-peers-raw"
-CTL="$top_builddir/libclient/rdmaproxyctl"
+CTL="$top_builddir/tools/ctl/rdmaproxyctl"
 SIZES=${PEER_TEST_SIZES:-"1 4096 1M 64M"}
 
 free_port() {

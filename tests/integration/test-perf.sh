@@ -4,7 +4,7 @@
 # the numbers must be positive and the op counts must match what was asked.
 . "$(dirname "$0")/lib.sh"
 
-PERF="$top_builddir/libclient/rdmaproxy-perf"
+PERF="$top_builddir/tools/perf/rdmaproxy-perf"
 SOCK="$T_DIR/rp.sock"
 CONF="$T_DIR/rp.conf"
 LOG="$T_DIR/daemon.log"

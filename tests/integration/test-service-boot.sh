@@ -27,7 +27,7 @@ ldd "$RPD" | grep -q 'libasan\|libubsan' &&
 C="$T_DIR/ctr"
 mkdir -p "$C/out" "$C/rp/sbin" "$C/rp/bin" "$C/rp/lib"
 cp "$RPD" "$C/rp/sbin/"
-cp "$top_builddir/libclient/rdmaproxyctl" "$top_builddir/tests/integration/test-client-io" \
+cp "$top_builddir/tools/ctl/rdmaproxyctl" "$top_builddir/tests/integration/test-client-io" \
 	"$C/rp/bin/"
 cp -L "$top_builddir/libclient/.libs/librdmaproxy.so.1" "$C/rp/lib/"
 sed -e 's|^ExecStart=.*|ExecStart=/opt/rp/sbin/rdmaproxyd --foreground --config /opt/rp/rdmaproxy.conf|' \

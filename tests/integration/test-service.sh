@@ -12,7 +12,7 @@ SOCKET_UNIT="$top_srcdir/systemd/rdmaproxy.socket"
 SYSUSERS="$top_srcdir/systemd/rdmaproxy.sysusers"
 PROBE="$HELPERS/rp-probe"
 IO="$top_builddir/tests/integration/test-client-io"
-CTL="$top_builddir/libclient/rdmaproxyctl"
+CTL="$top_builddir/tools/ctl/rdmaproxyctl"
 
 if [ -z "${SYSTEMD_ANALYZE:-}" ] || [ ! -x "$SYSTEMD_ANALYZE" ]; then
 	echo "1..0 # SKIP systemd-analyze is not installed"

@@ -1,17 +1,17 @@
 # Config parser tests, included from tests/local.mk.
-# daemon/config.c is compiled into each test program itself, with per-target
+# daemon/base/config.c is compiled into each test program itself, with per-target
 # flags, so the tests need nothing else from the daemon.
 check_PROGRAMS += tests/unit/test-config tests/fuzz/replay-config
 TESTS += tests/unit/test-config tests/fuzz/replay-config.sh
 
 tests_unit_test_config_SOURCES = tests/unit/test-config.c tests/unit/tap.h \
-	daemon/config.c daemon/config.h
+	daemon/base/config.c daemon/base/config.h
 tests_unit_test_config_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 tests_unit_test_config_LDADD = $(INIH_LIBS)
 
 # The fuzz target without libFuzzer: replays the corpus, one TAP line per file.
 tests_fuzz_replay_config_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-config.c \
-	daemon/config.c daemon/config.h
+	daemon/base/config.c daemon/base/config.h
 tests_fuzz_replay_config_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 tests_fuzz_replay_config_LDADD = $(INIH_LIBS)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A bench for the client core (daemon/core.h) with no loop, no socket and
+ * A bench for the client core (daemon/core/core.h) with no loop, no socket and
  * no daemon: the glue hooks record the replies a session would have been
  * sent and count the sessions they free, and a fake peer layer keeps the
  * lookups and operations it is given until the test decides how they end.
@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../daemon/core.h"
-#include "../../daemon/ctl_wire.h"
+#include "../../daemon/core/core.h"
+#include "../../daemon/base/ctl_wire.h"
 
 #define TH_NODE "nodeA" /* this node */
 #define TH_PEER "nodeB" /* the one peer the fake peer layer knows */

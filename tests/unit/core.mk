@@ -7,9 +7,9 @@ RP_CORE_TEST_LIBS = $(INIH_LIBS) $(SYSTEMD_LIBS) $(IBVERBS_LIBS) $(RDMACM_LIBS)
 
 check_LTLIBRARIES += tests/unit/libcoretest.la
 tests_unit_libcoretest_la_SOURCES = tests/unit/core-harness.c tests/unit/core-harness.h \
-	daemon/log.c daemon/log.h daemon/util.c daemon/util.h \
-	daemon/memguard.c daemon/memguard.h daemon/config.c daemon/config.h \
-	daemon/stats.c daemon/stats.h daemon/ctl_wire.c daemon/ctl_wire.h libclient/error.c \
+	daemon/base/log.c daemon/base/log.h daemon/base/util.c daemon/base/util.h \
+	daemon/base/memguard.c daemon/base/memguard.h daemon/base/config.c daemon/base/config.h \
+	daemon/base/stats.c daemon/base/stats.h daemon/base/ctl_wire.c daemon/base/ctl_wire.h libclient/error.c \
 	$(RP_DAEMON_RDMA) $(RP_DAEMON_CORE)
 tests_unit_libcoretest_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(IBVERBS_CFLAGS) $(RDMACM_CFLAGS)

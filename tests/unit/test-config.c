@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for daemon/config.c: every error path with its exact message
+ * Unit tests for daemon/base/config.c: every error path with its exact message
  * and line, the defaults, the size parser, key files on disk and the access
  * checks. Key files live in a private mkdtemp() directory removed at exit.
  */
@@ -18,7 +18,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "../../daemon/config.h"
+#include "../../daemon/base/config.h"
 #include "tap.h"
 
 #define KEY32 "0123456789abcdef0123456789ABCDEF"

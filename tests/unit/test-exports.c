@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/log.h"
+#include "../../daemon/base/log.h"
 #include "core-harness.h"
 #include "tap.h"
 

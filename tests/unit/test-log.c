@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The keyed rate limiter of daemon/log.c, on a clock of its own. */
+/* The keyed rate limiter of daemon/base/log.c, on a clock of its own. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../../daemon/log.h"
+#include "../../daemon/base/log.h"
 #include "tap.h"
 
 static uint64_t now;

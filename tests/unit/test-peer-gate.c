@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Admission of unauthenticated peer connections (daemon/peer_gate.c). */
+/* Admission of unauthenticated peer connections (daemon/peer/peer_gate.c). */
 #include <stdio.h>
 #include <string.h>
 
-#include "../../daemon/peer_gate.h"
+#include "../../daemon/peer/peer_gate.h"
 #include "tap.h"
 
 static const struct pgate_limits lim = {

@@ -7,8 +7,8 @@
 #include <sodium.h>
 #include <stdlib.h>
 
-#include "../../daemon/peer_hs.h"
-#include "../../daemon/peer_proto.h"
+#include "../../daemon/peer/peer_hs.h"
+#include "../../daemon/peer/peer_proto.h"
 #include "tap.h"
 
 static struct peer_conf conf_a, conf_b; /* how B knows A and how A knows B */

@@ -17,7 +17,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "../../daemon/log.h"
+#include "../../daemon/base/log.h"
 #include "core-harness.h"
 #include "tap.h"
 

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../daemon/log.h"
+#include "../../daemon/base/log.h"
 #include "core-harness.h"
 #include "tap.h"
 

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../daemon/log.h"
-#include "../../daemon/memguard.h"
+#include "../../daemon/base/log.h"
+#include "../../daemon/base/memguard.h"
 #include "core-harness.h"
 #include "tap.h"
 

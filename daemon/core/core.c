@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The base of the client core: its context, per-uid accounts, id tables and
+ * maps, and a session's lifetime and replies. Sessions are embedded in the
+ * glue's connection objects; the glue frees them (through its hook) once it
+ * has detached and no operation, lookup or pending reply holds them.
+ */
+#include "core/core.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int idtab_add(struct idtab *t, void *p, uint32_t max, uint32_t *ret_id)
+{
+	uint32_t i;
+	void **nv;
+
+	for (i = 0; i < t->n; i++)
+		if (!t->v[i])
+			goto found;
+	if (t->n >= max)
+		return -ENOSPC;
+	nv = realloc(t->v, sizeof(*nv) * (t->n ? t->n * 2 : 8));
+	if (!nv)
+		return -ENOMEM;
+	memset(nv + t->n, 0, sizeof(*nv) * (t->n ? t->n : 8));
+	t->v = nv;
+	t->n = t->n ? t->n * 2 : 8;
+	if (t->n > max)
+		t->n = max;
+found:
+	t->v[i] = p;
+	*ret_id = i + 1;
+	return 0;
+}
+
+void *idtab_get(const struct idtab *t, uint32_t id)
+{
+	return id && id <= t->n ? t->v[id - 1] : NULL;
+}
+
+void *idtab_del(struct idtab *t, uint32_t id)
+{
+	void *p = idtab_get(t, id);
+
+	if (p)
+		t->v[id - 1] = NULL;
+	return p;
+}
+
+void idtab_free(struct idtab *t)
+{
+	free(t->v);
+	t->v = NULL;
+	t->n = 0;
+}
+
+struct u64map_ent {
+	struct u64map_ent *next;
+	uint64_t key;
+	void *p;
+};
+
+static uint32_t u64map_slot(const struct u64map *m, uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;
+	key ^= key >> 33;
+	return (uint32_t)key & (m->nb - 1);
+}
+
+/* Double the buckets when the map is fuller than one entry per bucket. */
+static int u64map_grow(struct u64map *m)
+{
+	uint32_t nb = m->nb ? m->nb * 2 : 16, i;
+	struct u64map old = *m;
+	struct u64map_ent *e;
+
+	m->b = calloc(nb, sizeof(*m->b));
+	if (!m->b) {
+		*m = old;
+		return -ENOMEM;
+	}
+	m->nb = nb;
+	for (i = 0; i < old.nb; i++)
+		while ((e = old.b[i])) {
+			uint32_t s = u64map_slot(m, e->key);
+
+			old.b[i] = e->next;
+			e->next = m->b[s];
+			m->b[s] = e;
+		}
+	free(old.b);
+	return 0;
+}
+
+int u64map_put(struct u64map *m, uint64_t key, void *p)
+{
+	struct u64map_ent *e;
+	uint32_t s;
+
+	if (m->n >= m->nb && u64map_grow(m) < 0 && !m->nb)
+		return -ENOMEM;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	s = u64map_slot(m, key);
+	e->key = key;
+	e->p = p;
+	e->next = m->b[s];
+	m->b[s] = e;
+	m->n++;
+	return 0;
+}
+
+void *u64map_get(const struct u64map *m, uint64_t key)
+{
+	const struct u64map_ent *e;
+
+	if (!m->nb)
+		return NULL;
+	for (e = m->b[u64map_slot(m, key)]; e; e = e->next)
+		if (e->key == key)
+			return e->p;
+	return NULL;
+}
+
+void u64map_del(struct u64map *m, uint64_t key)
+{
+	struct u64map_ent **pp, *e;
+
+	if (!m->nb)
+		return;
+	for (pp = &m->b[u64map_slot(m, key)]; (e = *pp); pp = &e->next)
+		if (e->key == key) {
+			*pp = e->next;
+			free(e);
+			m->n--;
+			return;
+		}
+}
+
+void u64map_free(struct u64map *m)
+{
+	uint32_t i;
+	struct u64map_ent *e;
+
+	for (i = 0; i < m->nb; i++)
+		while ((e = m->b[i])) {
+			m->b[i] = e->next;
+			free(e);
+		}
+	free(m->b);
+	memset(m, 0, sizeof(*m));
+}
+
+int core_new(const struct config *cfg, const struct core_glue_ops *glue, struct core **ret)
+{
+	struct core *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->cfg = cfg;
+	c->glue = glue;
+	c->next_id = 1;
+	c->wire_transport = RP_WIRE_TRANSPORT_TCP;
+	*ret = c;
+	return 0;
+}
+
+struct core *core_free(struct core *c)
+{
+	if (!c)
+		return NULL;
+	u64map_free(&c->by_peer_id);
+	free(c);
+	return NULL;
+}
+
+struct uid_acct *acct_get(struct core *c, uid_t uid)
+{
+	struct uid_acct *a;
+
+	for (a = c->accts; a; a = a->next)
+		if (a->uid == uid)
+			break;
+	if (!a) {
+		a = calloc(1, sizeof(*a));
+		if (!a)
+			return NULL;
+		a->uid = uid;
+		a->next = c->accts;
+		c->accts = a;
+	}
+	a->refs++;
+	return a;
+}
+
+void acct_put(struct core *c, struct uid_acct *a)
+{
+	struct uid_acct **pp;
+
+	if (!a || --a->refs)
+		return;
+	for (pp = &c->accts; *pp; pp = &(*pp)->next)
+		if (*pp == a) {
+			*pp = a->next;
+			break;
+		}
+	free(a);
+}
+
+void session_init(struct core *c, struct session *s, const struct ucred *cred)
+{
+	s->core = c;
+	s->cred = *cred;
+	s->rings.memfd = s->rings.sq_efd = s->rings.cq_efd = -1;
+	s->id = c->next_id++;
+	s->next = c->sessions;
+	if (c->sessions)
+		c->sessions->prev = s;
+	c->sessions = s;
+	c->n_sessions++;
+}
+
+void session_hold(struct session *s)
+{
+	s->ops_pending++;
+}
+
+static void session_unlink(struct session *s)
+{
+	struct core *c = s->core;
+
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		c->sessions = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	s->prev = s->next = NULL;
+	c->n_sessions--;
+}
+
+void session_put(struct session *s)
+{
+	if (--s->ops_pending == 0 && s->detached)
+		s->core->glue->free(s);
+}
+
+void session_detach(struct session *s)
+{
+	session_unlink(s);
+	s->detached = true;
+	if (!s->ops_pending)
+		s->core->glue->free(s);
+}
+
+int session_reply(struct session *s, const struct rp_hdr *req, int status, const void *body,
+		  size_t len, const int *fds, int nfds)
+{
+	return session_reply_flags(s, req, status, 0, body, len, fds, nfds);
+}
+
+int session_reply_flags(struct session *s, const struct rp_hdr *req, int status, uint16_t flags,
+			const void *body, size_t len, const int *fds, int nfds)
+{
+	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
+	struct rp_hdr *h = (struct rp_hdr *)buf;
+
+	if (sizeof(*h) + len > sizeof(buf) || nfds > RP_HELLO_FDS)
+		return -EMSGSIZE;
+	if (s->dead)
+		return -ENOTCONN;
+	memset(h, 0, sizeof(*h));
+	h->len = (uint32_t)(sizeof(*h) + len);
+	h->type = (uint16_t)(req->type | RP_MSG_REPLY);
+	h->seq = req->seq;
+	h->status = status;
+	h->flags = flags;
+	if (len)
+		memcpy(buf + sizeof(*h), body, len);
+	return s->core->glue->send(s, buf, h->len, fds, nfds);
+}
+
+bool name_valid(const char *name, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i < size && name[i]; i++)
+		if (!(name[i] >= 'a' && name[i] <= 'z') && !(name[i] >= 'A' && name[i] <= 'Z') &&
+		    !(name[i] >= '0' && name[i] <= '9') && !strchr("._-", name[i]))
+			return false;
+	if (i == 0 || i == size)
+		return false;
+	/* Everything after the NUL must be zero too: no hidden bytes on the wire. */
+	for (; i < size; i++)
+		if (name[i])
+			return false;
+	return true;
+}

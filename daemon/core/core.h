@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client core: sessions, regions, exports, endpoints and operations,
+ * without the event loop and without sockets. A packet goes in
+ * (session_dispatch), replies come out through the glue's send hook; a
+ * submission ring is drained by xfer_run(); every operation ends in
+ * op_end(). It never includes <uv.h>: the loop glue (clients.c) drives it,
+ * and the unit tests drive it with no daemon at all.
+ *
+ * Files, from the bottom (no file calls one above it):
+ *   core.c      the context, per-uid accounts, id tables, session lifetime
+ *               and replies
+ *   rings.c     a session's shared-memory rings and completion slots
+ *   region.c    client memory: checks, mapping, registration
+ *   exports.c   the export name table and remote handles
+ *   op.c        one operation's life, from submission to its one completion
+ *   endpoint.c  message endpoints and their posted receives
+ *   xfer.c      draining a submission ring into operations
+ *   session.c   the control protocol
+ *
+ * Upward calls go through two small hook tables set by the layers above:
+ * the glue's (send a reply, free a session) and the peer layer's (lookups,
+ * operations on another daemon, withdrawals).
+ */
+#ifndef RP_DAEMON_CORE_H
+#define RP_DAEMON_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "base/config.h"
+#include "rp-proto.h"
+#include "rp-ring.h"
+#include "base/stats.h"
+
+struct core;
+struct session;
+struct export;
+struct region;
+struct op;
+struct dest;
+struct vlocal;
+struct vmr;
+struct admin_session;
+struct region_job;
+
+/* ---- Hooks: what the layers above provide. ---- */
+
+struct core_glue_ops {
+	/* Send one reply packet on @s's socket, with @nfds fds. 0 or -errno. */
+	int (*send)(struct session *s, const void *buf, size_t len, const int *fds, int nfds);
+	/* The glue released @s and no operation refers to it any more: free it. */
+	void (*free)(struct session *s);
+	/*
+	 * Run region_job_work(@j) off the loop thread, then session_region_done(@j)
+	 * on it. NULL: both run at once, in the caller (tests).
+	 */
+	void (*offload)(struct region_job *j);
+};
+
+struct core_peer_ops {
+	/* Is @peer a configured peer? 0 or -RP_EPEERUNKNOWN. */
+	int (*known)(void *peers, const char *peer);
+	/*
+	 * REMOTE_OPEN of @name on @peer, request @h of @s: 0 when the reply will
+	 * come through remote_opened(), <0 to reply now with that status.
+	 */
+	int (*remote_open)(void *peers, struct session *s, const struct rp_hdr *h, const char *peer,
+			   const char *name);
+	/*
+	 * An operation on another daemon (a WRITE/READ on a remote handle, a SEND
+	 * to a remote destination): 0 when taken (it ends with op_end() later),
+	 * <0 for the status to end it with now.
+	 */
+	int (*submit)(void *peers, struct op *op);
+	/* @e was withdrawn here: tell the peers that looked it up. */
+	void (*export_gone)(void *peers, struct export *e);
+};
+
+/* ---- core.c ---- */
+
+/* Per-uid usage, shared by every session of that uid. */
+struct uid_acct {
+	struct uid_acct *next;
+	uid_t uid;
+	unsigned refs; /* sessions, live regions, operations */
+	unsigned conns;
+	unsigned regions;
+	unsigned inflight;
+	uint64_t bytes;
+};
+
+/* A small id -> pointer table; ids are index + 1 so 0 is never valid. */
+struct idtab {
+	void **v;
+	uint32_t n;
+};
+
+int idtab_add(struct idtab *t, void *p, uint32_t max, uint32_t *ret_id);
+void *idtab_get(const struct idtab *t, uint32_t id);
+void *idtab_del(struct idtab *t, uint32_t id);
+void idtab_free(struct idtab *t);
+
+/* A u64 -> pointer map (export ids given to peers): O(1) lookups. */
+struct u64map {
+	struct u64map_ent **b;
+	uint32_t nb, n;
+};
+
+int u64map_put(struct u64map *m, uint64_t key, void *p);
+void *u64map_get(const struct u64map *m, uint64_t key);
+void u64map_del(struct u64map *m, uint64_t key);
+void u64map_free(struct u64map *m);
+
+struct rings {
+	void *base;
+	size_t size;
+	struct rp_ring_view v;
+	int memfd, sq_efd, cq_efd;
+	uint32_t sq_head;     /* daemon's private consumer index */
+	uint32_t cq_tail;     /* daemon's private producer index */
+	uint32_t cq_reserved; /* promised completions not yet posted */
+};
+
+struct session {
+	struct core *core;
+	struct session *prev, *next; /* in core->sessions */
+	struct ucred cred;
+	char comm[16];
+	uint32_t id;
+	uint16_t version;     /* 0 until HELLO succeeded */
+	bool dead;	      /* hung up or misbehaved: stop touching its rings */
+	bool detached;	      /* the glue is done with it; freed when ops_pending drops to 0 */
+	unsigned ops_pending; /* operations, lookups and replies that still refer to it */
+	struct uid_acct *acct;
+	struct rings rings;
+	struct idtab regions;	/* struct region * */
+	struct idtab remotes;	/* struct export * */
+	struct idtab endpoints; /* struct endpoint * */
+	struct idtab dests;	/* struct dest * */
+	struct stats_session stats;
+	struct admin_session *admin; /* admin.c's per-session state */
+	struct session *dirty_next;  /* in core->dirty: completions written, not yet published */
+	bool dirty;
+};
+
+/* A handle to another daemon's export: what its LOOKUP answered. */
+struct remote {
+	struct remote *prev, *next; /* in core->remotes */
+	char peer[RP_NAME_MAX];
+	uint64_t inc, id, len;
+	bool revoked; /* the exporter withdrew it (PP_REVOKE, or its device said so) */
+	uint32_t access;
+	uint32_t xinfo_len;
+	uint8_t xinfo[32]; /* the exporter's transport blob (PEER_XINFO_MAX) */
+};
+
+/* A SEND destination, resolved once at DEST_OPEN. */
+struct dest {
+	bool remote;		/* on another daemon (@peer) */
+	char peer[RP_NAME_MAX]; /* "" when local */
+	char endpoint[RP_NAME_MAX];
+};
+
+/* The core: everything the clients of this daemon own, and what it runs with. */
+struct core {
+	const struct config *cfg; /* the running config (a reload swaps it) */
+	struct vlocal *vlocal;	  /* loopback QP (verbs transport), else NULL */
+	uint16_t wire_transport;  /* enum rp_wire_transport, for HELLO */
+	const struct core_glue_ops *glue;
+	const struct core_peer_ops *peer_ops; /* NULL until the peer layer exists */
+	void *peers;
+	struct session *sessions;
+	unsigned n_sessions;
+	uint32_t next_id;
+	struct uid_acct *accts;
+	struct export *exports;
+	struct u64map by_peer_id; /* exports looked up by peers, by the id they were given */
+	uint64_t next_peer_id;
+	struct remote *remotes;
+	struct endpoint *endpoints;
+	size_t n_regions; /* live mappings, for status */
+	uint64_t bytes;
+	/*
+	 * While the engine runs a pass, completions are written but published
+	 * (producer index, doorbell) once per session at the end of the pass:
+	 * core_publish(). Otherwise each is published at once.
+	 */
+	bool batching;
+	struct session *dirty, *dirty_tail; /* in the order they were first written to */
+};
+
+int core_new(const struct config *cfg, const struct core_glue_ops *glue, struct core **ret);
+/* After every session has been released and detached. */
+struct core *core_free(struct core *c);
+
+struct uid_acct *acct_get(struct core *c, uid_t uid);
+void acct_put(struct core *c, struct uid_acct *a);
+
+/* A new session for a client with credentials @cred (the glue embeds @s). */
+void session_init(struct core *c, struct session *s, const struct ucred *cred);
+/* Keep @s (its memory) while something that will answer or report on it runs. */
+void session_hold(struct session *s);
+void session_put(struct session *s);
+/* The glue is done with @s (its socket is closed): free once nothing holds it. */
+void session_detach(struct session *s);
+/* Reply to request @req; nothing is sent to a dead session. 0 or -errno. */
+int session_reply(struct session *s, const struct rp_hdr *req, int status, const void *body,
+		  size_t len, const int *fds, int nfds);
+/* The same with rp_hdr.flags set (replies whose type defines flags). */
+int session_reply_flags(struct session *s, const struct rp_hdr *req, int status, uint16_t flags,
+			const void *body, size_t len, const int *fds, int nfds);
+/* 1..RP_NAME_MAX-1 characters from [A-Za-z0-9._-], NUL-padded to @size. */
+bool name_valid(const char *name, size_t size);
+
+/* ---- rings.c ---- */
+
+int rings_new(struct rings *r);
+void rings_free(struct rings *r);
+/* Reserve a completion slot at @s: 0, -ENOSPC, or -EPROTO on a corrupt ring. */
+int xfer_reserve(struct session *s);
+/* Give a reserved slot back unused. */
+void xfer_release(struct session *s);
+/* Post one completion into a reserved slot (rings the doorbell if the client sleeps). */
+void xfer_complete(struct session *s, const struct rp_cqe *cqe);
+/*
+ * Publish the completions written during a pass: one producer store and at
+ * most one doorbell per session.
+ */
+void core_publish(struct core *c);
+
+/* ---- region.c ---- */
+
+/* A mapped client region. Operations hold references; unmapped at zero. */
+struct region {
+	unsigned refs;
+	struct core *core;
+	struct uid_acct *acct;
+	struct session *s; /* NULL once freed by its client or its client died */
+	void *addr;
+	uint64_t len;
+	uint32_t id;
+	struct vmr *xport; /* local-access MR (verbs), NULL on tcp */
+};
+
+/*
+ * A registration in three steps. region_job_new() checks @fd for a region
+ * of @len (see the checks there) and the user's limits, charges it and
+ * holds @s (request @h is answered when the job is done); it consumes @fd.
+ * region_job_work() maps, pre-faults and registers it: it touches no core
+ * state, so the glue runs it off the loop thread. region_job_done() (on the
+ * loop) makes the region, or undoes everything and returns the error.
+ */
+struct region_job {
+	struct session *s;     /* held until the reply */
+	struct uid_acct *acct; /* referenced, charged */
+	struct rp_hdr h;
+	int fd;
+	uint64_t len;
+	struct vlocal *vlocal;
+	void *addr; /* results of the work */
+	struct vmr *mr;
+	int status;
+};
+
+int region_job_new(struct session *s, const struct rp_hdr *h, int fd, uint64_t len,
+		   struct region_job **ret);
+void region_job_work(struct region_job *j);
+int region_job_done(struct region_job *j, struct region **ret);
+struct region *region_ref(struct region *r);
+void region_unref(struct region *r);
+/* off + len inside the region, with overflow checks. */
+bool region_range_ok(const struct region *r, uint64_t off, uint64_t len);
+
+/* ---- exports.c ---- */
+
+/*
+ * A published region, or (with ->remote) a handle to another daemon's export.
+ * clang-format 14 reads "export" as the C++20 keyword and would mangle this.
+ */
+/* clang-format off */
+struct export {
+	struct export *next;
+	struct core *core;
+	unsigned refs; /* the name table + remote handles + operations */
+	bool dead;     /* unexported: region must not be touched */
+	struct region *region;
+	struct session *s;
+	uint32_t access;
+	unsigned ops;		/* operations (and peers' pending withdrawals) pinning its MR */
+	struct vmr *xport;	/* verbs: MR with exactly @access; kept while pinned */
+	struct region *xregion; /* referenced while @xport exists */
+	uint64_t peer_id;	/* id given to peers by their LOOKUP, 0: none */
+	char (*lookers)[RP_NAME_MAX]; /* peers that looked it up (they may hold its rkey) */
+	unsigned n_lookers;
+	struct session *waiter; /* held: its UNEXPORT is answered once the MR is gone */
+	struct rp_hdr waiter_h;
+	struct remote *remote;
+	char name[RP_NAME_MAX];
+};
+/* clang-format on */
+
+enum export_removed {
+	EXPORT_REMOVED,	 /* withdrawn: answer the UNEXPORT now */
+	EXPORT_DRAINING, /* answered when its MR is gone (peers confirmed, ops ended) */
+};
+
+int export_add(struct core *c, struct region *r, const char *name, uint32_t access);
+/* Withdraw @name (request @h of @s): enum export_removed, or <0. */
+int export_remove(struct core *c, struct session *s, const struct rp_hdr *h, uint32_t region,
+		  const char *name);
+/* Withdraw every export of @r (region freed or client gone). */
+void export_remove_region(struct core *c, struct region *r);
+struct export *export_find(struct core *c, const char *name);
+unsigned exports_of_uid(const struct core *c, uid_t uid);
+struct export *export_ref(struct export *e);
+void export_unref(struct export *e);
+/* Hold the export's MR (an operation or a peer may still reach it) / let it go. */
+void export_pin(struct export *e);
+void export_unpin(struct export *e);
+/*
+ * Peer @peer looked up @e: remember it (it may hold the rkey), give @e its
+ * peer id if it has none. 0 or -ENOMEM.
+ */
+int export_publish(struct core *c, struct export *e, const char *peer);
+/* The live export peers know as @id, or NULL. O(1). */
+struct export *export_by_peer_id(struct core *c, uint64_t id);
+/* A REMOTE_OPEN answered by peer @info->peer: the handle for @s, replied to @h. */
+void remote_opened(struct session *s, const struct rp_hdr *h, int status,
+		   const struct remote *info);
+/* The exporter @peer (incarnation @inc) withdrew @id: every handle to it fails from now on. */
+void remotes_revoke(struct core *c, const char *peer, uint64_t inc, uint64_t id);
+
+/* ---- op.c ---- */
+
+/* One client operation, from its submission entry to its one completion. */
+struct op {
+	struct op *next;       /* free list; an endpoint's queue (posted receives) */
+	struct session *s;     /* initiator, held */
+	struct uid_acct *acct; /* held; the op counts in ->inflight */
+	struct region *region; /* local region, referenced (NULL only if refused early) */
+	struct export *e;    /* WRITE/READ: target export or remote handle, referenced and pinned */
+	struct dest *dest;   /* SEND: destination; valid until the op is submitted */
+	struct endpoint *ep; /* POST_RECV: the endpoint it was posted on */
+	struct session *t;   /* notify target holding a reserved slot, held; or NULL */
+	uint16_t t_region;   /* the notified region's id */
+	bool on_stack;	     /* op_fail()'s: not from the pool */
+	uint32_t recv_len;   /* POST_RECV: bytes the message brought */
+	struct rp_sqe q;     /* the submission, copied out of the ring */
+};
+
+/* An operation's outcome beyond its status: what the caller must do next. */
+enum op_state {
+	OP_ENDED,   /* op_end() was called: forget the op */
+	OP_PENDING, /* taken by a transport or queue: it ends later */
+};
+
+/*
+ * Start @q of @s (its completion slot is reserved): the op holds the
+ * session and counts in the user's in-flight ops. NULL on -ENOMEM (the
+ * slot is then the caller's to fill).
+ */
+struct op *op_new(struct session *s, const struct rp_sqe *q);
+/* End @q of @s at once with @status, without an op from the pool (no memory for one). */
+void op_fail(struct session *s, const struct rp_sqe *q, int status);
+/*
+ * The one end of every operation: write its completion exactly once (into
+ * the reserved slot), deliver or give back a notification slot, drop its
+ * references, count it. @status 0 or a negative code.
+ */
+void op_end(struct op *op, int status);
+/* enum rp_op of a submission opcode: the one mapping. */
+uint16_t op_kind(uint16_t sqe_opcode);
+/* The verbs loopback's report (vlocal_done_fn): @user is the op. */
+void op_verbs_done(void *user, int status);
+/* Free the spare ops kept for reuse (at exit). */
+void op_cache_free(void);
+/*
+ * Reserve the notification of a write into @e (the exporter's session gets
+ * a slot and is held). 0 or -RP_ENOTIFYSPACE. notify_reserve() does it for
+ * @op->e into @op->t, which op_end() then delivers or gives back.
+ */
+int notify_hold(struct export *e, struct session **ret_t, uint16_t *ret_region);
+int notify_reserve(struct op *op);
+/* Deliver (@status 0) or give back the notification reserved at @t; drops @t. */
+void notify_finish(struct session *t, uint16_t region, uint64_t off, uint32_t len, uint32_t imm,
+		   int status);
+
+/* ---- endpoint.c ---- */
+
+struct endpoint {
+	struct endpoint *next; /* in the core's name table */
+	struct session *s;
+	uint32_t id;
+	bool unbound;		/* kept only until its taken receives come back */
+	unsigned taken;		/* receives taken by messages still arriving */
+	struct op *head, *tail; /* posted receives, in order */
+	char name[RP_NAME_MAX];
+};
+
+int endpoint_bind(struct session *s, const char *name, uint32_t *ret_id);
+/* Posted receives end with -ECANCELED (nothing is written for a dead session). */
+int endpoint_unbind(struct session *s, uint32_t id);
+/* Queue a posted receive on endpoint @q->target of @op->s: OP_PENDING or <0. */
+int endpoint_post(struct op *op);
+/*
+ * A message of @len bytes for endpoint @name: take its first posted receive
+ * (-RP_ENOENDPOINT, -RP_ENORECV, -RP_ERECVSMALL otherwise). The receive is
+ * the caller's until recv_finish().
+ */
+int endpoint_take(struct core *c, const char *name, uint64_t len, struct op **ret);
+/* Where the message goes (the posted buffer). */
+void *recv_addr(const struct op *rop);
+/*
+ * The message taken with endpoint_take() arrived whole (@status 0: the
+ * receive completes with @len) or did not (it goes back first in line, or
+ * ends -ECANCELED if its endpoint is gone).
+ */
+void recv_finish(struct core *c, struct op *rop, uint64_t len, int status);
+
+/* ---- xfer.c ---- */
+
+enum xfer_result {
+	XFER_EMPTY,   /* the ring ran empty (its doorbell is not armed: see xfer_arm()) */
+	XFER_STALLED, /* no completion space: the client's next reap rings the doorbell */
+	XFER_YIELD,   /* the batch budget is used up: more is waiting, run again */
+};
+
+/*
+ * Drain and start the submissions waiting in @s's ring, up to a batch:
+ * enum xfer_result, or -EPROTO when the client corrupted its ring.
+ */
+int xfer_run(struct session *s);
+/* A submission is waiting (a cheap shared-memory read). */
+bool xfer_pending(struct session *s);
+/* Arm the doorbell before sleeping; false if a submission raced in (run again). */
+bool xfer_arm(struct session *s);
+
+/* ---- session.c ---- */
+
+/*
+ * Handle one packet that passed ctl_validate() and is not an admin request
+ * (@fd: the attached fd or -1; always consumed). 0: continue;
+ * -ECONNABORTED: refused at hello; other <0: disconnect.
+ */
+int session_dispatch(struct session *s, const struct rp_hdr *h, const void *body, int fd);
+/*
+ * A well-formed REGION_REG whose fd the kernel could not hand over (the
+ * daemon's fd table is full): answer it -EMFILE, keep the session. 0 or <0.
+ */
+int session_fd_lost(struct session *s, const struct rp_hdr *h);
+/* Release everything the session holds (idempotent). */
+void session_release(struct session *s);
+/* A registration job is done (core_glue_ops.offload): answer it; frees @j. */
+void session_region_done(struct region_job *j);
+
+#endif

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Message endpoints: named receive queues. Each posted receive is an
+ * operation in flight (it holds a completion slot from the moment it was
+ * posted) that ends when a message fills it, or with -ECANCELED when its
+ * endpoint goes away. A message is taken from the head of the queue; if it
+ * does not arrive whole, the receive goes back to the head.
+ */
+#include "core/core.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SESSION_ENDPOINTS 65536u
+
+static struct endpoint *endpoint_find(struct core *c, const char *name)
+{
+	struct endpoint *ep;
+
+	for (ep = c->endpoints; ep; ep = ep->next)
+		if (!strcmp(ep->name, name))
+			return ep;
+	return NULL;
+}
+
+int endpoint_bind(struct session *s, const char *name, uint32_t *ret_id)
+{
+	struct core *c = s->core;
+	struct endpoint *ep;
+	int r;
+
+	if (endpoint_find(c, name))
+		return -EEXIST;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -ENOMEM;
+	r = idtab_add(&s->endpoints, ep, MAX_SESSION_ENDPOINTS, &ep->id);
+	if (r < 0) {
+		free(ep);
+		return r;
+	}
+	ep->s = s;
+	strcpy(ep->name, name);
+	ep->next = c->endpoints;
+	c->endpoints = ep;
+	*ret_id = ep->id;
+	return 0;
+}
+
+int endpoint_unbind(struct session *s, uint32_t id)
+{
+	struct endpoint *ep = idtab_del(&s->endpoints, id), **pp;
+	struct op *op;
+
+	if (!ep)
+		return -RP_EBADHANDLE;
+	for (pp = &s->core->endpoints; *pp; pp = &(*pp)->next)
+		if (*pp == ep) {
+			*pp = ep->next;
+			break;
+		}
+	while ((op = ep->head)) {
+		ep->head = op->next;
+		op_end(op, -ECANCELED);
+	}
+	/* Receives a message is being copied into end when it has arrived. */
+	ep->unbound = true;
+	if (!ep->taken)
+		free(ep);
+	return 0;
+}
+
+int endpoint_post(struct op *op)
+{
+	struct endpoint *ep = idtab_get(&op->s->endpoints, op->q.target);
+
+	if (!ep)
+		return -RP_EBADHANDLE;
+	op->ep = ep;
+	op->next = NULL;
+	if (ep->head)
+		ep->tail->next = op;
+	else
+		ep->head = op;
+	ep->tail = op;
+	return OP_PENDING;
+}
+
+int endpoint_take(struct core *c, const char *name, uint64_t len, struct op **ret)
+{
+	struct endpoint *ep = endpoint_find(c, name);
+	struct op *rop;
+
+	if (!ep)
+		return -RP_ENOENDPOINT;
+	rop = ep->head;
+	if (!rop)
+		return -RP_ENORECV;
+	if (len > rop->q.len)
+		return -RP_ERECVSMALL;
+	ep->head = rop->next;
+	rop->next = NULL;
+	ep->taken++;
+	*ret = rop;
+	return 0;
+}
+
+void *recv_addr(const struct op *rop)
+{
+	return (char *)rop->region->addr + rop->q.offset;
+}
+
+void recv_finish(struct core *c, struct op *rop, uint64_t len, int status)
+{
+	struct endpoint *ep = rop->ep;
+
+	ep->taken--;
+	if (status && !ep->unbound && !rop->s->dead) {
+		/* Not arrived whole: back first in line. */
+		rop->next = ep->head;
+		if (!ep->head)
+			ep->tail = rop;
+		ep->head = rop;
+		return;
+	}
+	if (ep->unbound && !ep->taken)
+		free(ep);
+	rop->recv_len = (uint32_t)len;
+	op_end(rop, status ? -ECANCELED : 0);
+}

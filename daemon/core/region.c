@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Client regions: the memfd a client hands over is checked completely
+ * before the daemon maps it, because a mapping of the wrong kind of file can
+ * fault (a file that shrinks under us raises SIGBUS) or pin a disk file.
+ * Mapping, pre-faulting and registering take milliseconds for a large
+ * region, so they are a job the glue runs off the loop thread
+ * (region_job_work(): no core state is touched there); the checks before
+ * and the bookkeeping after run on the loop. Operations hold references,
+ * so a region outlives its client while they run.
+ */
+#include "core/core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "rdma/verbs_local.h"
+
+#define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
+/* Sealed against writes, the daemon could not map it writable. */
+#define FORBIDDEN_SEALS (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
+
+bool region_range_ok(const struct region *r, uint64_t off, uint64_t len)
+{
+	return off <= r->len && len <= r->len - off;
+}
+
+/* Is @fd a sealed, read-write shmem or hugetlbfs file of exactly @len bytes? */
+static int check_fd(int fd, uint64_t len, bool *huge)
+{
+	struct stat st;
+	struct statfs sf;
+	int fl, seals;
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (len == 0 || len % (uint64_t)page)
+		return -EINVAL;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_PATH))
+		return -RP_EREGION_MODE;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return -RP_EREGION_TYPE;
+	if (fstatfs(fd, &sf) < 0 ||
+	    (sf.f_type != TMPFS_MAGIC && sf.f_type != (typeof(sf.f_type))HUGETLBFS_MAGIC))
+		return -RP_EREGION_FS;
+	if ((fl & O_ACCMODE) != O_RDWR)
+		return -RP_EREGION_MODE;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & REQUIRED_SEALS) != REQUIRED_SEALS || (seals & FORBIDDEN_SEALS))
+		return -RP_EREGION_SEALS;
+	if ((uint64_t)st.st_size != len)
+		return -RP_EREGION_SIZE;
+	*huge = sf.f_type == (typeof(sf.f_type))HUGETLBFS_MAGIC;
+	if (*huge && len % (uint64_t)st.st_blksize)
+		return -EINVAL;
+	return 0;
+}
+
+static int check_quota(struct core *c, struct uid_acct *a, uint64_t len)
+{
+	const struct config *cfg = c->cfg;
+
+	if (a->regions >= cfg->max_regions)
+		return -RP_ELIMIT_REGIONS;
+	if (len > cfg->max_registered_bytes || a->bytes > cfg->max_registered_bytes - len)
+		return -RP_ELIMIT_BYTES;
+	return 0;
+}
+
+static void charge(struct core *c, struct uid_acct *a, uint64_t len, bool add)
+{
+	if (add) {
+		a->regions++;
+		a->bytes += len;
+		c->n_regions++;
+		c->bytes += len;
+	} else {
+		a->regions--;
+		a->bytes -= len;
+		c->n_regions--;
+		c->bytes -= len;
+	}
+}
+
+int region_job_new(struct session *s, const struct rp_hdr *h, int fd, uint64_t len,
+		   struct region_job **ret)
+{
+	struct core *c = s->core;
+	struct region_job *j = NULL;
+	bool huge = false;
+	int err;
+
+	err = check_fd(fd, len, &huge);
+	if (!err)
+		err = check_quota(c, s->acct, len);
+	if (!err && len > SIZE_MAX)
+		err = -EINVAL;
+	if (!err) {
+		j = calloc(1, sizeof(*j));
+		err = j ? 0 : -ENOMEM;
+	}
+	if (err) {
+		close(fd);
+		return err;
+	}
+	/* Charged now: registrations still being mapped count against the limits. */
+	charge(c, s->acct, len, true);
+	j->acct = s->acct;
+	j->acct->refs++;
+	session_hold(s);
+	j->s = s;
+	j->h = *h;
+	j->fd = fd;
+	j->len = len;
+	j->vlocal = c->vlocal;
+	*ret = j;
+	return 0;
+}
+
+void region_job_work(struct region_job *j)
+{
+	void *addr;
+	int err = 0;
+
+	/*
+	 * Populate now: page-table setup belongs to registration, not to the
+	 * first op. The mapping keeps the memory: the fd is never kept.
+	 */
+	addr = mmap(NULL, (size_t)j->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, j->fd,
+		    0);
+	close(j->fd);
+	j->fd = -1;
+	if (addr == MAP_FAILED) {
+		j->status = -errno;
+		return;
+	}
+	/* Local access only: remote access is granted per export, with its own MR. */
+	if (j->vlocal)
+		err = vmr_reg(j->vlocal, addr, j->len, VMR_LOCAL_WRITE, &j->mr);
+	if (err < 0) {
+		munmap(addr, (size_t)j->len);
+		j->status = err;
+		return;
+	}
+	j->addr = addr;
+}
+
+int region_job_done(struct region_job *j, struct region **ret)
+{
+	struct core *c = j->s->core;
+	struct region *r = NULL;
+	int err = j->status;
+
+	if (!err && j->s->dead)
+		err = -ECONNRESET; /* its client left meanwhile */
+	if (!err) {
+		r = calloc(1, sizeof(*r));
+		err = r ? 0 : -ENOMEM;
+	}
+	if (err) {
+		vmr_dereg(j->mr);
+		if (j->addr)
+			munmap(j->addr, (size_t)j->len);
+		charge(c, j->acct, j->len, false);
+		acct_put(c, j->acct);
+		return err;
+	}
+	r->refs = 1;
+	r->core = c;
+	r->s = j->s;
+	r->addr = j->addr;
+	r->len = j->len;
+	r->xport = j->mr;
+	r->acct = j->acct; /* the job's reference is the region's now */
+	*ret = r;
+	return 0;
+}
+
+struct region *region_ref(struct region *r)
+{
+	r->refs++;
+	return r;
+}
+
+void region_unref(struct region *r)
+{
+	struct core *c;
+
+	if (!r || --r->refs)
+		return;
+	c = r->core;
+	vmr_dereg(r->xport);
+	munmap(r->addr, (size_t)r->len);
+	charge(c, r->acct, r->len, false);
+	acct_put(c, r->acct);
+	free(r);
+}

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A session's rings (rp-ring.h): the shared memory the client submits into
+ * and reaps from, its two eventfd doorbells, and the completion slots. Every
+ * accepted submission first reserves a completion slot, so the completion
+ * ring can never overflow; notifications and receive completions for other
+ * sessions reserve a slot there or fail the operation.
+ */
+#include "core/core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+int rings_new(struct rings *r)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t size =
+		(rp_ring_bytes(RP_RING_SQ_ENTRIES, RP_RING_CQ_ENTRIES) + page - 1) & ~(page - 1);
+	int err;
+
+	r->memfd = memfd_create("rdmaproxy-rings", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->memfd < 0)
+		return -errno;
+	/* Sealed so a client cannot shrink it under the daemon's mapping (SIGBUS). */
+	if (ftruncate(r->memfd, (off_t)size) < 0 ||
+	    fcntl(r->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto out_errno;
+	r->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->memfd, 0);
+	if (r->base == MAP_FAILED) {
+		r->base = NULL;
+		goto out_errno;
+	}
+	r->size = size;
+	rp_ring_view_init(&r->v, r->base, size, RP_RING_SQ_ENTRIES, RP_RING_CQ_ENTRIES);
+	r->v.info->magic = RP_RING_MAGIC;
+	r->v.info->sq_entries = RP_RING_SQ_ENTRIES;
+	r->v.info->cq_entries = RP_RING_CQ_ENTRIES;
+	r->v.info->size = size;
+	/* The daemon starts asleep: the first submission must ring. */
+	rp_ring_arm(r->v.sq, RP_RING_NEED_WAKEUP);
+	r->sq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	r->cq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->sq_efd < 0 || r->cq_efd < 0)
+		goto out_errno;
+	return 0;
+
+out_errno:
+	err = -errno;
+	rings_free(r);
+	return err;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+void rings_free(struct rings *r)
+{
+	if (r->base)
+		munmap(r->base, r->size);
+	r->base = NULL;
+	close_fd(&r->memfd);
+	close_fd(&r->sq_efd);
+	close_fd(&r->cq_efd);
+}
+
+int xfer_reserve(struct session *s)
+{
+	struct rings *r = &s->rings;
+	int64_t used;
+
+	if (s->dead || !r->base)
+		return -ENOSPC;
+	used = rp_ring_count(r->cq_tail, rp_ring_load(&r->v.cq->consumer), r->v.cq_entries);
+	if (used < 0)
+		return -EPROTO;
+	if ((uint64_t)used + r->cq_reserved >= r->v.cq_entries)
+		return -ENOSPC;
+	r->cq_reserved++;
+	return 0;
+}
+
+void xfer_release(struct session *s)
+{
+	if (s->rings.cq_reserved)
+		s->rings.cq_reserved--;
+}
+
+/* Make the completions written so far visible, and ring if the client sleeps. */
+static void publish(struct session *s)
+{
+	struct rings *r = &s->rings;
+	uint64_t one = 1;
+
+	if (s->dead || !r->base)
+		return;
+	rp_ring_store(&r->v.cq->producer, r->cq_tail);
+	if (rp_ring_take_wakeup(r->v.cq, RP_RING_NEED_WAKEUP) &&
+	    write(r->cq_efd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, so the client is awake anyway. */
+	}
+}
+
+void xfer_complete(struct session *s, const struct rp_cqe *cqe)
+{
+	struct rings *r = &s->rings;
+	struct core *c = s->core;
+
+	xfer_release(s);
+	if (s->dead || !r->base)
+		return;
+	r->v.cqes[r->cq_tail & (r->v.cq_entries - 1)] = *cqe;
+	r->cq_tail++;
+	if (!c->batching) {
+		publish(s);
+		return;
+	}
+	/*
+	 * Published in the order sessions were first written to: a notification
+	 * is visible before the completion of the write that caused it (op_end()
+	 * writes the notification first), as when each was published at once.
+	 */
+	if (!s->dirty) {
+		s->dirty = true;
+		s->dirty_next = NULL;
+		if (c->dirty_tail)
+			c->dirty_tail->dirty_next = s;
+		else
+			c->dirty = s;
+		c->dirty_tail = s;
+	}
+}
+
+void core_publish(struct core *c)
+{
+	struct session *s;
+
+	c->dirty_tail = NULL;
+	while ((s = c->dirty)) {
+		c->dirty = s->dirty_next;
+		s->dirty = false;
+		s->dirty_next = NULL;
+		publish(s);
+	}
+}

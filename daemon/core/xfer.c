@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data path of a session: draining its submission ring into
+ * operations. Submissions are copied out of shared memory before anything
+ * looks at them; each reserves its completion slot first and becomes an
+ * operation (op.c) that ends exactly once.
+ *
+ * Between two regions of this host the transfer is a copy on the tcp
+ * transport and a real RDMA WRITE or READ through the loopback RC QP on
+ * verbs; to another daemon's export or endpoint it goes to the peer layer.
+ */
+#include "core/core.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "base/memguard.h"
+#include "rdma/verbs_local.h"
+
+/* Submissions handled per call before yielding the loop to other clients. */
+#define XFER_BATCH 512
+
+/* Between two regions of this host, without the device: a copy. */
+static int local_copy(struct op *op)
+{
+	const struct rp_sqe *q = &op->q;
+	bool wr = q->opcode == RP_SQE_WRITE;
+	char *l = (char *)op->region->addr + q->offset;
+	char *rm = (char *)op->e->region->addr + q->remote_offset;
+	int r;
+
+	if (wr && (q->flags & RP_NOTIFY)) {
+		r = notify_reserve(op);
+		if (r < 0)
+			return r;
+	}
+	/* memmove: a client may target its own exported region. */
+	return wr ? guarded_memmove(rm, l, q->len) : guarded_memmove(l, rm, q->len);
+}
+
+/* Through the loopback QP: OP_PENDING (reported by op_verbs_done()) or <0. */
+static int local_verbs(struct op *op)
+{
+	struct vlocal *v = op->s->core->vlocal;
+	const struct rp_sqe *q = &op->q;
+	struct export *e = op->e;
+	int r;
+
+	if (q->opcode == RP_SQE_WRITE && (q->flags & RP_NOTIFY)) {
+		r = notify_reserve(op);
+		if (r < 0)
+			return r;
+	}
+	if (q->opcode == RP_SQE_WRITE)
+		r = vlocal_write(v, op->region->xport, q->offset, e->xport, q->remote_offset,
+				 q->len, op);
+	else
+		r = vlocal_read(v, op->region->xport, q->offset, e->xport, q->remote_offset, q->len,
+				op);
+	return r < 0 ? r : OP_PENDING;
+}
+
+static int do_rw(struct op *op)
+{
+	struct session *s = op->s;
+	const struct rp_sqe *q = &op->q;
+	struct region *lr = idtab_get(&s->regions, q->region);
+	struct export *e = idtab_get(&s->remotes, q->target);
+	bool wr = q->opcode == RP_SQE_WRITE;
+	uint32_t need = wr ? RP_ACCESS_REMOTE_WRITE : RP_ACCESS_REMOTE_READ;
+
+	if ((q->flags & ~(wr ? RP_NOTIFY : 0)) || q->len > UINT32_MAX)
+		return -EINVAL;
+	if (!lr || !e)
+		return -RP_EBADHANDLE;
+	if (e->dead)
+		return -RP_EUNEXPORTED;
+	if (!region_range_ok(lr, q->offset, q->len))
+		return -RP_EBOUNDS;
+	op->region = region_ref(lr);
+	op->e = export_ref(e);
+	export_pin(e);
+	if (e->remote) {
+		/* Another daemon's export: it checks bounds and access itself. */
+		int r = s->core->peer_ops ? s->core->peer_ops->submit(s->core->peers, op)
+					  : -RP_EPEERUNKNOWN;
+
+		return r < 0 ? r : OP_PENDING;
+	}
+	if (!region_range_ok(e->region, q->remote_offset, q->len))
+		return -RP_EREMOTEBOUNDS;
+	if (!(e->access & need))
+		return -RP_EREMOTEACCESS;
+	return s->core->vlocal ? local_verbs(op) : local_copy(op);
+}
+
+static int do_send(struct op *op)
+{
+	struct session *s = op->s;
+	const struct rp_sqe *q = &op->q;
+	struct region *lr = idtab_get(&s->regions, q->region);
+	struct dest *d = idtab_get(&s->dests, q->target);
+	struct op *rop;
+	int r;
+
+	if (q->flags || q->len > UINT32_MAX)
+		return -EINVAL;
+	if (!lr || !d)
+		return -RP_EBADHANDLE;
+	if (!region_range_ok(lr, q->offset, q->len))
+		return -RP_EBOUNDS;
+	op->region = region_ref(lr);
+	op->dest = d;
+	if (d->remote) {
+		r = s->core->peer_ops ? s->core->peer_ops->submit(s->core->peers, op)
+				      : -RP_EPEERUNKNOWN;
+		return r < 0 ? r : OP_PENDING;
+	}
+	r = endpoint_take(s->core, d->endpoint, q->len, &rop);
+	if (r < 0)
+		return r;
+	r = guarded_memmove(recv_addr(rop), (char *)lr->addr + q->offset, q->len);
+	/* A fault leaves the receive posted (-EFAULT for the send). */
+	recv_finish(s->core, rop, q->len, r);
+	return r;
+}
+
+static int do_post_recv(struct op *op)
+{
+	const struct rp_sqe *q = &op->q;
+	struct region *lr = idtab_get(&op->s->regions, q->region);
+
+	if (q->flags || q->remote_offset || q->imm || q->len > UINT32_MAX)
+		return -EINVAL;
+	if (!lr || !idtab_get(&op->s->endpoints, q->target))
+		return -RP_EBADHANDLE;
+	if (!region_range_ok(lr, q->offset, q->len))
+		return -RP_EBOUNDS;
+	op->region = region_ref(lr);
+	return endpoint_post(op);
+}
+
+static int start(struct op *op)
+{
+	switch (op->q.opcode) {
+	case RP_SQE_WRITE:
+	case RP_SQE_READ:
+		return do_rw(op);
+	case RP_SQE_SEND:
+		return do_send(op);
+	default:
+		return do_post_recv(op);
+	}
+}
+
+/* @q has its completion slot: make it an operation, which ends now or later. */
+static void execute(struct session *s, const struct rp_sqe *q)
+{
+	struct op *op;
+	int r;
+
+	if (s->acct->inflight >= s->core->cfg->max_inflight) {
+		op_fail(s, q, -RP_ELIMIT_INFLIGHT);
+		return;
+	}
+	op = op_new(s, q);
+	if (!op) {
+		op_fail(s, q, -ENOMEM);
+		return;
+	}
+	r = start(op);
+	if (r != OP_PENDING)
+		op_end(op, r);
+}
+
+static bool sqe_sane(const struct rp_sqe *q)
+{
+	static const uint8_t zero[sizeof(q->pad)];
+
+	return q->opcode >= RP_SQE_WRITE && q->opcode <= RP_SQE_POST_RECV &&
+	       !memcmp(q->pad, zero, sizeof(zero));
+}
+
+enum drain_result {
+	DRAIN_EMPTY,   /* took everything there was */
+	DRAIN_STALLED, /* no completion space */
+	DRAIN_MORE,    /* stopped early: more may be waiting */
+};
+
+/* Take what is in the ring now: enum drain_result or -EPROTO. */
+static int drain(struct session *s, unsigned *budget)
+{
+	struct rings *r = &s->rings;
+	uint32_t prod = rp_ring_load(&r->v.sq->producer);
+	struct rp_sqe q;
+	int err = 0;
+
+	if (rp_ring_count(prod, r->sq_head, r->v.sq_entries) < 0)
+		return -EPROTO;
+	while (r->sq_head != prod && !s->dead) {
+		if (!*budget)
+			break;
+		err = xfer_reserve(s);
+		if (err < 0)
+			break;
+		memcpy(&q, &r->v.sqes[r->sq_head & (r->v.sq_entries - 1)], sizeof(q));
+		/* From here on only the private copy is used, whatever the client writes. */
+		__asm__ __volatile__("" ::: "memory");
+		r->sq_head++;
+		/*
+		 * Free the slot before the completion can be seen: a client that
+		 * saw every completion must never find its ring still full.
+		 */
+		rp_ring_store(&r->v.sq->consumer, r->sq_head);
+		(*budget)--;
+		if (!sqe_sane(&q)) {
+			err = -EPROTO;
+			break;
+		}
+		execute(s, &q);
+	}
+	if (err == -ENOSPC) {
+		rp_ring_arm(r->v.sq, RP_RING_STALLED);
+		/* The client may have reaped meanwhile: look again before sleeping. */
+		if (xfer_reserve(s) < 0)
+			return DRAIN_STALLED;
+		xfer_release(s);
+		return DRAIN_MORE;
+	}
+	if (err)
+		return err;
+	return r->sq_head != prod || !*budget ? DRAIN_MORE : DRAIN_EMPTY;
+}
+
+bool xfer_pending(struct session *s)
+{
+	struct rings *r = &s->rings;
+
+	return !s->dead && r->base && rp_ring_load(&r->v.sq->producer) != r->sq_head;
+}
+
+bool xfer_arm(struct session *s)
+{
+	struct rings *r = &s->rings;
+
+	if (s->dead || !r->base)
+		return true;
+	rp_ring_arm(r->v.sq, RP_RING_NEED_WAKEUP);
+	if (rp_ring_load(&r->v.sq->producer) == r->sq_head)
+		return true;
+	rp_ring_take_wakeup(r->v.sq, RP_RING_NEED_WAKEUP);
+	return false;
+}
+
+int xfer_run(struct session *s)
+{
+	unsigned budget = XFER_BATCH;
+	int rc;
+
+	if (s->dead || !s->rings.base)
+		return XFER_EMPTY;
+	for (;;) {
+		rc = drain(s, &budget);
+		if (rc < 0)
+			return rc;
+		if (rc == DRAIN_STALLED)
+			return XFER_STALLED; /* the client's next reap rings us */
+		if (rc == DRAIN_EMPTY)
+			return XFER_EMPTY;
+		if (!budget)
+			return XFER_YIELD; /* the other clients' turn; more next pass */
+	}
+}

@@ -1,0 +1,798 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Peers, the data side: export lookups for clients (asynchronous: the
+ * client's REMOTE_OPEN is answered when the LOOKUP reply comes), client ops
+ * sent to a peer with their exactly-once reports, and the requests a peer
+ * makes of this daemon's exports and endpoints, checked here against the
+ * live export on every op.
+ */
+#include "peer/peer_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+
+_Static_assert(PEER_XINFO_MAX == sizeof(((struct remote *)0)->xinfo), "xinfo size");
+
+/* A client op on its way to a peer. */
+struct pop {
+	struct peer_op op; /* first: the transport sees this part */
+	struct pop *prev, *next;
+	struct peer_link *link; /* NULL while parked on the peer for a replay */
+	struct peer *peer;
+	uint64_t parked_ms; /* when it was parked */
+	struct op *cop;	    /* the client's operation (core.h) */
+};
+
+struct plookup {
+	struct plookup *next;
+	uint64_t id;
+	struct session *s;
+	struct rp_hdr h;
+	char name[RP_NAME_MAX];
+};
+
+/* An export withdrawn here whose MR waits for one link's PP_REVOKE_R. */
+struct prevoke {
+	struct prevoke *next;
+	struct export *e; /* referenced, and its MR pinned (e->ops) */
+	uint64_t id;
+	uint64_t deadline_ms;
+};
+
+/* How long an importer may take to confirm a withdrawal before the MR goes anyway. */
+#define REVOKE_WAIT_MS 5000
+/* How long an op flushed behind a refused request waits for the peer's next link. */
+#define REPLAY_WAIT_MS 5000
+
+/* What an incoming request holds while its bytes move. */
+struct rxtok {
+	struct region *region; /* WRITE/READ: referenced */
+	struct session *t;     /* WRITE with notify: the exporter, holding a slot */
+	struct op *rop;	       /* SEND: the posted receive taken */
+	uint16_t region_id;
+};
+
+/* ---- Lookups. ---- */
+
+static int known(void *peers, const char *peer)
+{
+	return peer_find(peers, peer) ? 0 : -RP_EPEERUNKNOWN;
+}
+
+static int remote_open(void *peers, struct session *s, const struct rp_hdr *h, const char *peer,
+		       const char *name)
+{
+	struct peer *pr = peer_find(peers, peer);
+	struct plookup *lk;
+	struct pp_lookup m;
+	struct peer_link *l;
+
+	if (!pr)
+		return -RP_EPEERUNKNOWN;
+	l = pr->up;
+	if (!l || !link_usable(l))
+		return -RP_EPEERDOWN;
+	lk = calloc(1, sizeof(*lk));
+	if (!lk)
+		return -ENOMEM;
+	lk->id = ++l->next_id;
+	lk->h = *h;
+	snprintf(lk->name, sizeof(lk->name), "%s", name);
+	memset(&m, 0, sizeof(m));
+	pp_hdr_init(&m.h, PP_LOOKUP, lk->id);
+	memcpy(m.name, lk->name, sizeof(m.name));
+	if (link_send(l, &m, sizeof(m)) < 0) {
+		free(lk);
+		return -RP_EPEERDOWN;
+	}
+	lk->s = s;
+	session_hold(s);
+	lk->next = l->lookups;
+	l->lookups = lk;
+	return 0;
+}
+
+static void lookup_reply(struct plookup *lk, int status, const struct pp_lookup_r *m,
+			 struct peer *pr)
+{
+	struct remote info;
+
+	memset(&info, 0, sizeof(info));
+	if (status == 0) {
+		snprintf(info.peer, sizeof(info.peer), "%s", pr->conf.name);
+		info.inc = m->export_inc;
+		info.id = m->export_id;
+		info.len = m->len;
+		info.access = m->access;
+		info.xinfo_len = m->xinfo_len;
+		memcpy(info.xinfo, m->xinfo, sizeof(info.xinfo));
+	}
+	remote_opened(lk->s, &lk->h, status, &info);
+	session_put(lk->s);
+	free(lk);
+}
+
+static void on_lookup_r(struct peer_link *l, const struct pp_lookup_r *m)
+{
+	struct plookup **pp, *lk;
+
+	for (pp = &l->lookups; (lk = *pp); pp = &lk->next)
+		if (lk->id == m->h.id)
+			break;
+	if (!lk) {
+		link_close(l, -EPROTO, "lookup reply matches no lookup");
+		return;
+	}
+	*pp = lk->next;
+	if (m->status == 0 && m->export_inc != l->remote_inc) {
+		link_close(l, -EPROTO, "lookup reply for another incarnation");
+		lookup_reply(lk, -RP_EPEERDOWN, m, l->peer);
+		return;
+	}
+	lookup_reply(lk, m->status, m, l->peer);
+	data_check_drained(l);
+}
+
+static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
+{
+	struct peers *p = l->p;
+	struct export *e = export_find(p->core, m->name);
+	struct pp_lookup_r r;
+	int n, err;
+
+	memset(&r, 0, sizeof(r));
+	pp_hdr_init(&r.h, PP_LOOKUP_R, m->h.id);
+	if (!e || e->dead || !e->region) {
+		r.status = -RP_ENOEXPORT;
+	} else {
+		n = l->t->ops->export_info(l->t, e, r.xinfo, sizeof(r.xinfo));
+		err = n < 0 ? n : export_publish(p->core, e, l->peer->conf.name);
+		if (err < 0) {
+			r.status = err;
+			memset(r.xinfo, 0, sizeof(r.xinfo));
+		} else {
+			r.xinfo_len = (uint32_t)n;
+			r.export_id = e->peer_id;
+			r.export_inc = p->incarnation;
+			r.len = e->region->len;
+			r.access = e->access;
+		}
+	}
+	log_debug("peer %s looked up '%s': %s", l->peer->conf.name, m->name,
+		  r.status ? rp_strerror(r.status) : "ok");
+	link_send(l, &r, sizeof(r));
+}
+
+/* ---- Client ops to a peer. ---- */
+
+static void pop_unlink(struct pop *o)
+{
+	if (o->prev)
+		o->prev->next = o->next;
+	else
+		o->link->ops = o->next;
+	if (o->next)
+		o->next->prev = o->prev;
+	o->prev = o->next = NULL;
+}
+
+/* The op's one report: counted on the peer, ended in the core. */
+static void pop_report(struct pop *o, int status)
+{
+	struct peer *pr = o->peer;
+
+	if (pr) {
+		/* Payload direction: a READ's bytes come in, a WRITE's or SEND's go out. */
+		if (status)
+			pr->errors++;
+		else if (o->op.kind == PEER_OP_READ)
+			pr->bytes_in += o->op.len;
+		else
+			pr->bytes_out += o->op.len;
+	}
+	op_end(o->cop, status);
+	free(o);
+}
+
+/*
+ * The peer withdrew its export @id (a PP_REVOKE, or an op refused with
+ * RP_EUNEXPORTED): every handle to it fails later ops at once, and ops
+ * parked for a replay that target it are not sent again.
+ */
+static void mark_revoked(struct peers *p, struct peer *pr, uint64_t inc, uint64_t id)
+{
+	if (!pr)
+		return;
+	pr->dead_ids[pr->dead_next++ % PEER_DEAD_IDS] = id;
+	remotes_revoke(p->core, pr->conf.name, inc, id);
+}
+
+static bool known_revoked(const struct peer *pr, uint64_t id)
+{
+	unsigned i;
+
+	for (i = 0; i < PEER_DEAD_IDS; i++)
+		if (pr->dead_ids[i] == id)
+			return true;
+	return false;
+}
+
+void peer_x_op_done(struct peer_op *op, int status)
+{
+	struct pop *o = (struct pop *)op;
+	struct peer_link *l = o->link;
+
+	pop_unlink(o);
+	if (status == -RP_EUNEXPORTED && op->kind != PEER_OP_SEND)
+		mark_revoked(l->p, l->peer, op->export_inc, op->export_id);
+	pop_report(o, status);
+	data_check_drained(l);
+}
+
+static void park(struct pop *o, struct peer *pr);
+
+/* Put @o on @l and hand it to the transport; on failure it is on no list. */
+static int pop_post(struct pop *o, struct peer_link *l)
+{
+	int r;
+
+	o->link = l;
+	o->prev = NULL;
+	o->next = l->ops;
+	if (l->ops)
+		l->ops->prev = o;
+	l->ops = o;
+	r = l->t->ops->submit(l->x, &o->op);
+	if (r < 0)
+		pop_unlink(o);
+	return r;
+}
+
+/*
+ * The link for a new op to @peer, or NULL with *err 0 when the op should
+ * wait (parked, at most REPLAY_WAIT_MS) for the link that is about to be up:
+ * a recovery is under way (ops flushed behind a refused request wait for
+ * the next link; new ops queue behind them rather than fail or overtake
+ * them), or our own connection attempt is authenticating.
+ */
+static struct peer_link *usable_link(struct peers *p, const char *peer, struct peer **prp, int *err)
+{
+	struct peer *pr = peer_find(p, peer);
+
+	*err = 0;
+	*prp = pr;
+	if (!pr)
+		*err = -RP_EPEERUNKNOWN;
+	else if ((pr->parked || peer_settling(pr)) && !pr->removed && !p->stopping)
+		return NULL;
+	else if (!pr->up || !link_usable(pr->up))
+		*err = -RP_EPEERDOWN;
+	return *err ? NULL : pr->up;
+}
+
+/* Hand @o to @l, or park it on @pr (@l NULL, see usable_link()). 0: taken. */
+static int submit_on(struct peer *pr, struct peer_link *l, struct pop *o)
+{
+	int r;
+
+	o->peer = pr;
+	o->op.region = o->cop->region;
+	o->op.off = o->cop->q.offset;
+	o->op.len = o->cop->q.len;
+	if (!l) {
+		park(o, pr);
+		goto taken;
+	}
+	r = pop_post(o, l);
+	if (r == -EAGAIN && !pr->removed && !l->p->stopping) {
+		/* The link is being replaced after a refusal: wait for the next one. */
+		park(o, pr);
+		goto taken;
+	}
+	if (r < 0) {
+		free(o);
+		return -RP_EPEERDOWN;
+	}
+taken:
+	pr->ops_out++;
+	return 0;
+}
+
+static int submit_rw(struct peers *p, struct op *cop)
+{
+	const struct rp_sqe *q = &cop->q;
+	const struct remote *rm = cop->e->remote;
+	bool wr = q->opcode == RP_SQE_WRITE;
+	struct peer_link *l;
+	struct peer *pr;
+	struct pop *o;
+	int err;
+
+	l = usable_link(p, rm->peer, &pr, &err);
+	if (err)
+		return err;
+	if ((l ? l->remote_inc : pr->incarnation) != rm->inc)
+		return -RP_ESTALE;
+	if (rm->revoked)
+		return -RP_EUNEXPORTED;
+	/* Early answers from what LOOKUP said; the exporter checks again anyway. */
+	if (!(rm->access & (wr ? RP_ACCESS_REMOTE_WRITE : RP_ACCESS_REMOTE_READ)))
+		return -RP_EREMOTEACCESS;
+	if (q->remote_offset > rm->len || q->len > rm->len - q->remote_offset)
+		return -RP_EREMOTEBOUNDS;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->cop = cop;
+	o->op.kind = wr ? PEER_OP_WRITE : PEER_OP_READ;
+	o->op.flags = wr && (q->flags & RP_NOTIFY) ? PEER_OP_F_NOTIFY : 0;
+	o->op.imm = q->imm;
+	o->op.remote_off = q->remote_offset;
+	o->op.export_id = rm->id;
+	o->op.export_inc = rm->inc;
+	o->op.export_len = rm->len;
+	o->op.xinfo_len = rm->xinfo_len;
+	memcpy(o->op.xinfo, rm->xinfo, sizeof(o->op.xinfo));
+	return submit_on(pr, l, o);
+}
+
+static int submit_send(struct peers *p, struct op *cop)
+{
+	const struct dest *d = cop->dest;
+	struct peer_link *l;
+	struct peer *pr;
+	struct pop *o;
+	int err;
+
+	l = usable_link(p, d->peer, &pr, &err);
+	if (err)
+		return err;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->cop = cop;
+	o->op.kind = PEER_OP_SEND;
+	memcpy(o->op.endpoint, d->endpoint, sizeof(o->op.endpoint));
+	return submit_on(pr, l, o);
+}
+
+static int submit(void *peers, struct op *cop)
+{
+	return cop->q.opcode == RP_SQE_SEND ? submit_send(peers, cop) : submit_rw(peers, cop);
+}
+
+/* ---- Withdrawals (PP_REVOKE): the exporting side. ---- */
+
+static void revoke_release(struct prevoke *rv)
+{
+	struct export *e = rv->e;
+
+	export_unpin(e);
+	export_unref(e);
+	free(rv);
+}
+
+static void revoke_send(struct peer_link *l, struct prevoke *rv)
+{
+	struct pp_revoke m;
+
+	memset(&m, 0, sizeof(m));
+	pp_hdr_init(&m.h, PP_REVOKE, 0);
+	m.export_id = rv->id;
+	m.export_inc = l->p->incarnation;
+	link_send(l, &m, sizeof(m)); /* a failed send means the link is going: resent on the next */
+}
+
+/*
+ * @pr looked @e up, so it may hold handles with its rkey: tell it, now if
+ * its link is up or else as soon as it is (a link that fails meanwhile
+ * gets it again on the next one), and keep the MR until it confirms or
+ * REVOKE_WAIT_MS pass.
+ */
+static void revoke_start(struct peer *pr, struct export *e)
+{
+	struct prevoke *rv = calloc(1, sizeof(*rv));
+
+	if (!rv) /* no memory for the bookkeeping: withdraw without waiting */
+		return;
+	rv->e = export_ref(e);
+	export_pin(e);
+	rv->id = e->peer_id;
+	rv->deadline_ms = peer_now_ms() + REVOKE_WAIT_MS;
+	rv->next = pr->revokes;
+	pr->revokes = rv;
+	if (pr->up && link_live(pr->up))
+		revoke_send(pr->up, rv);
+}
+
+static void on_revoke_r(struct peer_link *l, const struct pp_revoke *m)
+{
+	struct prevoke **pp, *rv = NULL;
+
+	if (m->export_inc == l->p->incarnation)
+		for (pp = &l->peer->revokes; (rv = *pp); pp = &rv->next)
+			if (rv->id == m->export_id)
+				break;
+	if (!rv) {
+		/* Late (we stopped waiting), a repeat, or for a previous incarnation. */
+		log_debug("peer %s confirmed a withdrawal of export %llu nobody waits for",
+			  l->peer->conf.name, (unsigned long long)m->export_id);
+		return;
+	}
+	*pp = rv->next;
+	revoke_release(rv);
+}
+
+/* ---- Withdrawals: the importing side. ---- */
+
+static void on_revoke(struct peer_link *l, const struct pp_revoke *m)
+{
+	struct pp_revoke r = *m;
+	int err;
+
+	pp_hdr_init(&r.h, PP_REVOKE_R, 0);
+	if (m->export_inc != l->remote_inc) {
+		/* Not this incarnation's: no handle of ours can use it. */
+		err = link_send(l, &r, sizeof(r));
+	} else {
+		mark_revoked(l->p, l->peer, m->export_inc, m->export_id);
+		err = l->t->ops->revoke ? l->t->ops->revoke(l->x, m->export_id, &r, sizeof(r))
+					: link_send(l, &r, sizeof(r));
+	}
+	if (err < 0)
+		link_close(l, err, "cannot confirm a withdrawal");
+}
+
+/* ---- Replays: ops that certainly did not execute when their link failed. ---- */
+
+static void park(struct pop *o, struct peer *pr)
+{
+	o->link = NULL;
+	o->next = NULL;
+	o->parked_ms = peer_now_ms();
+	if (pr->parked_tail)
+		pr->parked_tail->next = o;
+	else
+		pr->parked = o;
+	pr->parked_tail = o;
+}
+
+void data_peer_drop(struct peer *pr, int status)
+{
+	struct prevoke *rv;
+	struct pop *o;
+
+	while ((o = pr->parked)) {
+		pr->parked = o->next;
+		o->next = NULL;
+		pop_report(o, status);
+	}
+	pr->parked_tail = NULL;
+	/* Removed or shutting down: no link will carry these any more. */
+	while ((rv = pr->revokes)) {
+		pr->revokes = rv->next;
+		revoke_release(rv);
+	}
+}
+
+static void replay(struct peer_link *l)
+{
+	struct peer *pr = l->peer;
+	struct pop *o, *list = pr->parked;
+	unsigned n = 0;
+	int r;
+
+	/*
+	 * Our own connection attempt is still running and may supersede @l
+	 * (duplicate links): wait for the link that stays (peer_x_failed()
+	 * and link_up() call again).
+	 */
+	if (!list || peer_out_pending(pr, l))
+		return;
+	pr->parked = pr->parked_tail = NULL;
+	while ((o = list)) {
+		list = o->next;
+		o->next = NULL;
+		if (o->cop->s->dead) {
+			pop_report(o, -RP_EPEERDOWN); /* its client is gone: do not act for it */
+			continue;
+		}
+		if (o->op.fate == PEER_OP_REFUSED) {
+			bool same = o->op.export_inc == l->remote_inc;
+
+			if (same)
+				mark_revoked(l->p, pr, o->op.export_inc, o->op.export_id);
+			pop_report(o, same ? -RP_EUNEXPORTED : -RP_EPEERDOWN);
+			continue;
+		}
+		if (o->op.kind != PEER_OP_SEND &&
+		    (o->op.export_inc != l->remote_inc || known_revoked(pr, o->op.export_id))) {
+			pop_report(o, o->op.export_inc != l->remote_inc ? -RP_ESTALE
+									: -RP_EUNEXPORTED);
+			continue;
+		}
+		o->op.fate = PEER_OP_QUEUED;
+		r = pop_post(o, l);
+		if (r == -EAGAIN) { /* this link failed already: the next one */
+			park(o, pr);
+			continue;
+		}
+		if (r < 0) {
+			pop_report(o, -RP_EPEERDOWN);
+			continue;
+		}
+		n++;
+	}
+	if (n)
+		log_info("peer %s: %u operation%s flushed on the failed link sent again",
+			 pr->conf.name, n, n == 1 ? "" : "s");
+}
+
+void data_link_up(struct peer_link *l)
+{
+	struct peer *pr = l->peer;
+	struct prevoke *rv;
+
+	/* Withdrawals first: the replays below must not use a withdrawn export. */
+	for (rv = pr->revokes; rv; rv = rv->next)
+		revoke_send(l, rv);
+	replay(l);
+}
+
+void data_replay(struct peer *pr)
+{
+	if (pr->up && link_live(pr->up))
+		replay(pr->up);
+}
+
+void data_tick(struct peers *p, uint64_t now)
+{
+	struct peer *pr;
+	struct pop **op, *o;
+
+	for (pr = p->head; pr; pr = pr->next) {
+		struct prevoke **pp = &pr->revokes, *rv;
+
+		while ((rv = *pp)) {
+			if (now < rv->deadline_ms) {
+				pp = &rv->next;
+				continue;
+			}
+			log_warn("peer %s did not confirm the withdrawal of export %llu within %u "
+				 "s; "
+				 "deregistering it anyway",
+				 pr->conf.name, (unsigned long long)rv->id, REVOKE_WAIT_MS / 1000);
+			*pp = rv->next;
+			revoke_release(rv);
+		}
+		/* Parked ops wait at most REPLAY_WAIT_MS each for a link. */
+		op = &pr->parked;
+		pr->parked_tail = NULL;
+		while ((o = *op)) {
+			if (now - o->parked_ms <= REPLAY_WAIT_MS) {
+				pr->parked_tail = o;
+				op = &o->next;
+				continue;
+			}
+			*op = o->next;
+			o->next = NULL;
+			pop_report(o, -RP_EPEERDOWN);
+		}
+	}
+}
+
+void data_link_failed(struct peer_link *l)
+{
+	struct peer *pr = l->peer;
+	struct plookup *lk;
+	struct pop *o, *batch = NULL;
+	bool may_replay = pr && !pr->removed && !l->p->stopping;
+
+	while ((o = l->ops)) {
+		pop_unlink(o);
+		if ((o->op.fate == PEER_OP_FLUSHED || o->op.fate == PEER_OP_REFUSED) &&
+		    may_replay && !o->cop->s->dead) {
+			/* l->ops is newest first: this restores submission order. */
+			o->next = batch;
+			batch = o;
+			continue;
+		}
+		/*
+		 * Posted: it may have happened. Never posted, or flushed behind a
+		 * refusal: it certainly did not.
+		 */
+		pop_report(o, o->op.fate == PEER_OP_POSTED ? -RP_EOUTCOME : -RP_EPEERDOWN);
+	}
+	while ((o = batch)) {
+		batch = o->next;
+		park(o, pr);
+	}
+	while ((lk = l->lookups)) {
+		l->lookups = lk->next;
+		lookup_reply(lk, -RP_EPEERDOWN, NULL, l->peer);
+	}
+}
+
+void data_check_drained(struct peer_link *l)
+{
+	if (l->state == LINK_DRAINING && !l->ops && !l->lookups)
+		link_close(l, -ESHUTDOWN, "peer removed from the configuration (drained)");
+}
+
+static void export_gone(void *peers, struct export *e)
+{
+	struct peers *p = peers;
+	unsigned i;
+
+	if (!e->peer_id || p->stopping)
+		return;
+	/* Every peer that looked it up may hold its rkey. */
+	for (i = 0; i < e->n_lookers; i++) {
+		struct peer *pr = peer_find(p, e->lookers[i]);
+
+		if (pr)
+			revoke_start(pr, e);
+	}
+}
+
+const struct core_peer_ops peers_core_ops = {
+	.known = known,
+	.remote_open = remote_open,
+	.submit = submit,
+	.export_gone = export_gone,
+};
+
+/* ---- Requests from a peer. ---- */
+
+static int rx_export(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
+{
+	struct peers *p = l->p;
+	bool wr = rx->kind == PEER_RX_WRITE;
+	struct export *e;
+
+	if (rx->export_inc != p->incarnation)
+		return -RP_ESTALE;
+	e = export_by_peer_id(p->core, rx->export_id);
+	if (!e || e->dead || !e->region)
+		return rx->export_id && rx->export_id <= p->core->next_peer_id ? -RP_EUNEXPORTED
+									       : -RP_EBADHANDLE;
+	if (!(e->access & (wr ? RP_ACCESS_REMOTE_WRITE : RP_ACCESS_REMOTE_READ)))
+		return -RP_EREMOTEACCESS;
+	if (!region_range_ok(e->region, rx->off, rx->len))
+		return -RP_EREMOTEBOUNDS;
+	/* Reserve the notification now: refuse before writing, not after. */
+	if (wr && (rx->flags & PEER_OP_F_NOTIFY) && notify_hold(e, &tok->t, &tok->region_id) < 0)
+		return -RP_ENOTIFYSPACE;
+	tok->region = region_ref(e->region);
+	rx->addr = (char *)e->region->addr + rx->off;
+	return 0;
+}
+
+static int rx_send(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
+{
+	int r = endpoint_take(l->p->core, rx->endpoint, rx->len, &tok->rop);
+
+	if (r < 0)
+		return r;
+	rx->addr = recv_addr(tok->rop);
+	return 0;
+}
+
+int peer_x_rx_begin(struct peer_link *l, struct peer_rx *rx)
+{
+	struct rxtok *tok;
+	int r;
+
+	if (!link_live(l))
+		return -EPROTO;
+	if (rx->len > UINT32_MAX)
+		return -EINVAL;
+	tok = calloc(1, sizeof(*tok));
+	if (!tok)
+		return -ENOMEM;
+	r = rx->kind == PEER_RX_SEND ? rx_send(l, rx, tok) : rx_export(l, rx, tok);
+	if (r < 0) {
+		free(tok);
+		l->peer->errors++;
+		return r;
+	}
+	rx->token = tok;
+	l->peer->ops_in++;
+	return 0;
+}
+
+int peer_x_rx_end(struct peer_link *l, struct peer_rx *rx, int status)
+{
+	struct rxtok *tok = rx->token;
+
+	if (rx->kind == PEER_RX_SEND) {
+		/* Whole: the receive completes; not whole: it goes back first in line. */
+		recv_finish(l->p->core, tok->rop, rx->len, status);
+	} else {
+		if (tok->t)
+			notify_finish(tok->t, tok->region_id, rx->off, (uint32_t)rx->len, rx->imm,
+				      status);
+		region_unref(tok->region);
+	}
+	/* Serving a READ sends the payload out; WRITE and SEND bring it in. */
+	if (l->peer && !status && rx->kind == PEER_RX_READ)
+		l->peer->bytes_out += rx->len;
+	else if (l->peer && !status)
+		l->peer->bytes_in += rx->len;
+	free(tok);
+	rx->token = NULL;
+	rx->addr = NULL;
+	return status;
+}
+
+int peer_x_notify(struct peer_link *l, uint64_t export_id, uint64_t off, uint64_t len, uint32_t imm)
+{
+	struct peer_rx rx = {
+		.kind = PEER_RX_WRITE,
+		.flags = PEER_OP_F_NOTIFY,
+		.imm = imm,
+		.export_id = export_id,
+		.export_inc = l->p->incarnation,
+		.off = off,
+		.len = len,
+	};
+	int r = peer_x_rx_begin(l, &rx);
+
+	if (r == 0)
+		r = peer_x_rx_end(l, &rx, 0);
+	return r;
+}
+
+static void on_notify(struct peer_link *l, const struct pp_notify *m)
+{
+	struct pp_status st;
+
+	memset(&st, 0, sizeof(st));
+	pp_hdr_init(&st.h, PP_NOTIFY_R, m->h.id);
+	st.status = m->export_inc == l->p->incarnation
+			    ? peer_x_notify(l, m->export_id, m->off, m->len, m->imm)
+			    : -RP_ESTALE;
+	link_send(l, &st, sizeof(st));
+}
+void data_on_ctrl(struct peer_link *l, const void *msg, size_t len)
+{
+	union {
+		struct pp_hdr h;
+		struct pp_lookup lk;
+		struct pp_lookup_r lr;
+		struct pp_notify nt;
+		struct pp_revoke rv;
+	} m;
+
+	if (len > sizeof(m)) {
+		link_close(l, -EPROTO, "unexpected message");
+		return;
+	}
+	memcpy(&m, msg, len);
+	switch (m.h.type) {
+	case PP_LOOKUP:
+		on_lookup(l, &m.lk);
+		return;
+	case PP_LOOKUP_R:
+		on_lookup_r(l, &m.lr);
+		return;
+	case PP_NOTIFY:
+		on_notify(l, &m.nt);
+		return;
+	case PP_NOTIFY_R:
+		return; /* for the verbs transport's own bookkeeping; nothing here */
+	case PP_REVOKE:
+		on_revoke(l, &m.rv);
+		return;
+	case PP_REVOKE_R:
+		on_revoke_r(l, &m.rv);
+		return;
+	default:
+		link_close(l, -EPROTO, "unexpected message type");
+		return;
+	}
+}
