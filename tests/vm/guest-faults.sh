@@ -31,7 +31,7 @@ set -u
 B=${top_builddir:?}
 . "${top_srcdir:?}/tests/vm/vm-lib.sh"
 RPD=$B/daemon/rdmaproxyd
-CTL=$B/libclient/rdmaproxyctl
+CTL=$B/tools/ctl/rdmaproxyctl
 FIO=$B/tests/helpers/fault-io
 G=${RP_VM_GUEST:-0}
 SYNC=${RP_VM_SYNC:-}
