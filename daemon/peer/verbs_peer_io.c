@@ -712,6 +712,21 @@ static void retire(struct vconn *c, struct vp_sslot *s, const struct ibv_wc *wc,
 	op_check(c, op);
 }
 
+/* What the WR of @s was, for the log (an error completion's opcode is undefined). */
+static const char *wr_what(const struct vp_sslot *s)
+{
+	if (!s->op)
+		return "a message of the transport";
+	switch (s->op->kind) {
+	case PEER_OP_WRITE:
+		return "RDMA WRITE";
+	case PEER_OP_READ:
+		return "RDMA READ";
+	default:
+		return "SEND of a client's message";
+	}
+}
+
 static void on_send_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 {
 	struct vp_sslot *s = (struct vp_sslot *)w;
@@ -722,10 +737,7 @@ static void on_send_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 	if (wc_remote_refusal(wc->status))
 		c->remote_err = true;
 	if (wc->status != IBV_WC_SUCCESS && c->state < VC_FAILING)
-		vc_fail(c, -EIO, "%s on the QP (%s)", ibv_wc_status_str(wc->status),
-			wc->opcode == IBV_WC_RDMA_READ	  ? "RDMA READ"
-			: wc->opcode == IBV_WC_RDMA_WRITE ? "RDMA WRITE"
-							  : "work request");
+		vc_fail(c, -EIO, "%s on the QP (%s)", ibv_wc_status_str(wc->status), wr_what(s));
 	/* In order: everything before @s completed successfully. */
 	do {
 		t = &c->ss[c->s_tail % c->sq];

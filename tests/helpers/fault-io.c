@@ -480,6 +480,7 @@ static void on_comp(struct drive *d, const struct rp_completion *cp)
 /* The client, its two regions and the first remote handle. 0 or -1 (said why). */
 static int drive_setup(struct drive *d, const char *logpath)
 {
+	size_t k;
 	int e;
 
 	d->c = conn();
@@ -489,6 +490,9 @@ static int drive_setup(struct drive *d, const char *logpath)
 		fprintf(stderr, "drive: cannot open %s\n", logpath);
 		return -1;
 	}
+	/* Slots start at different points of the write, write, send cycle. */
+	for (k = 0; k < d->depth; k++)
+		d->sl[k].seq = (uint32_t)k;
 	if ((e = rp_region_alloc(d->c, d->depth * d->slot, 0, &d->src)) < 0 ||
 	    (e = rp_region_alloc(d->c, d->depth * d->slot, 0, &d->back)) < 0 ||
 	    (e = rp_remote_open(d->c, d->peer, d->name, &d->rm)) < 0) {

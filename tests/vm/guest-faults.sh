@@ -60,6 +60,8 @@ diag() { sed 's/^/# /' "$@"; }
 mrs() { rdma resource show mr 2>/dev/null | grep -c 'comm rdmaproxyd'; }
 qps() { rdma resource show qp 2>/dev/null | grep 'comm rdmaproxyd' | grep -c 'type RC'; }
 res_are() { [ "$(qps)" -eq "$1" ] && [ "$(mrs)" -eq "$2" ]; }
+counts() { echo "$(qps) $(mrs)"; }
+counts_are() { [ "$(counts)" = "$1" ]; }
 wait_for() { # wait_for SECONDS CMD...
 	local end=$((SECONDS + $1))
 	shift
@@ -134,12 +136,14 @@ ok $? "$ME ($RP_VM_ADDR) and $OTHER connect over the RoCE link (rdmaproxyctl pee
 	exit 1
 }
 qp1=$(wait_settled 20 qps) # steady: the daemon's own QPs and the peer link's
+echo "# $ME is up with $OTHER at $SECONDS s"
 
 # ------------------------------------------------------------- g0: follower
 # Commands from g1, one file each: $SYNC/cmd-N holds "netem ARGS", "flush",
-# "kill", "restart", "state", "count" or "end"; done-N holds the answer.
+# "kill", "restart", "up", "baseline", "steady" or "end"; done-N holds the
+# answer. Waits for settled states happen here, each in one round trip.
 follow() {
-	local i=1 c sp r
+	local i=1 c sp r base
 	start_sink() { # start_sink NTH: wait for its NTH "ready"
 		("$FIO" sink s 64 "$SLOT" 64 <"$D/sink.in" >>"$D/sink.out" 2>>"$D/sink.err") &
 		sp=$!
@@ -178,11 +182,17 @@ follow() {
 			start B && RDMAPROXY_SOCKET=$D/B.sock start_sink 2
 			r=$?
 			;;
-		state)
+		up) # "up" once B shows the link up (at most 120 s), and B's count of reconnects
+			wait_for 120 link_up
 			r="$(peer_field state) $(peer_field reconnects)"
 			;;
-		count)
-			r="$(qps) $(mrs)"
+		baseline) # B's QPs and MRs with the sink and the export's MR for A
+			base=$(SETTLE_SAMPLES=10 wait_settled 30 counts)
+			r=$base
+			;;
+		steady) # "0 QPS MRS" once they are back to the baseline for 0.5 s (at most 60 s)
+			wait_steady 60 counts_are "$base"
+			r="$? $(counts)"
 			;;
 		end) ;;
 		esac
@@ -201,7 +211,7 @@ remote() { # remote COMMAND: run it on g0, print its answer (also from a subshel
 	local i=$(($(cat "$D/cmd-seq") + 1))
 	echo $i >"$D/cmd-seq"
 	mark "cmd-$i" "$*"
-	await "done-$i" 120 || { echo "# g0 did not answer '$*'" >&2; return 1; }
+	await "done-$i" 300 || { echo "# g0 did not answer '$*'" >&2; return 1; }
 	cat "$SYNC/done-$i"
 }
 both() { # both netem ARGS...: on this guest's egress and on g0's
@@ -257,10 +267,27 @@ crosscheck() { # crosscheck PHASE
 			exit err || bad || !total
 		}' "$SYNC/sink.log" "$D/drive-$1.log"
 }
-steady() { # QPs and MRs on both guests as they were after the clean run
-	res_are "$qp1" "$mra" && [ "$(remote count)" = "$g0_count" ]
+# QPs and MRs on both guests back to what they were after the clean run.
+steady() {
+	wait_steady 60 res_are "$qp1" "$mra" && g0_steady=$(remote steady) &&
+		[ "${g0_steady%% *}" = 0 ]
 }
-both_up() { link_up && [ "$(remote state | cut -d' ' -f1)" = up ]; }
+# A and B both show the link up in rdmaproxyctl peers (at most 120 s each).
+both_up() {
+	wait_for 120 link_up && g0_up=$(remote up) && [ "${g0_up%% *}" = up ]
+}
+# "0" if every write and read of PHASE was OK, and every send delivered
+# (or refused for want of a receive), and there were some of each.
+all_ok() { # all_ok PHASE
+	awk '$1 == "result" {
+		for (i = 4; i <= NF; i++) { split($i, kv, "="); v[$3, kv[1]] = kv[2] }
+	} END {
+		w = "kind=write"; r = "kind=read"; s = "kind=send"
+		print (v[w, "ok"] > 0 && v[w, "ok"] == v[w, "submitted"] &&
+			v[r, "ok"] == v[r, "submitted"] && v[s, "ok"] > 0 &&
+			v[s, "ok"] + v[s, "norecv"] == v[s, "submitted"]) ? 0 : 1
+	}' "$D/drive-$1.out"
+}
 # A new client on the healed link: every write and read OK, every send
 # delivered (or refused for want of a receive: the sink's pace, not the
 # link's). A try may fail only if the link failed meanwhile (a failure
@@ -269,13 +296,9 @@ fresh() { # fresh PHASE TITLE
 	local rp=$(($1 + 100)) try=0 good m
 	while :; do
 		try=$((try + 1))
-		wait_for 120 both_up
+		both_up
 		m=$(lines A)
-		drive "$rp" 3
-		[ $? -eq 0 ] && [ "$(count $rp write ok)" -gt 0 ] && [ "$(count $rp send ok)" -gt 0 ] &&
-			[ "$(count $rp write ok)" = "$(count $rp write submitted)" ] &&
-			[ "$(count $rp read ok)" = "$(count $rp read submitted)" ] &&
-			[ $(($(count $rp send ok) + $(count $rp send norecv))) = "$(count $rp send submitted)" ]
+		drive "$rp" 3 && [ "$(all_ok "$rp")" = 0 ]
 		good=$?
 		[ $good -eq 0 ] && break
 		[ "$(lost_since "$m")" -gt 0 ] && [ $try -lt 3 ] || break
@@ -300,12 +323,13 @@ phase() { # phase NUM TITLE CLASSES
 	lost=$(lost_since "$mark_a")
 	tail -n +"$mark_a" "$D/A.log" | grep -o 'link .* lost: .*\|connection closed: .*' |
 		sort | uniq -c | diag
-	wait_for 120 both_up
-	ok $? "$title: A and B show the link up again in rdmaproxyctl peers ($lost link(s) lost meanwhile; B: $(remote state))" ||
+	both_up
+	ok $? "$title: A and B show the link up again in rdmaproxyctl peers ($lost link(s) lost meanwhile; B: ${g0_up:-?})" ||
 		tail -n +"$mark_a" "$D/A.log" | grep -i 'peer\|verbs' | tail -n 30 | diag
 	fresh "$p" "$title"
-	wait_steady 60 steady
-	ok $? "$title: QPs and MRs back to their steady counts (g1 $(qps)/$qp1 QPs $(mrs)/$mra MRs, g0 QPs MRs $(remote count)/$g0_count)"
+	steady
+	ok $? "$title: QPs and MRs back to their steady counts (g1 $(qps)/$qp1 QPs $(mrs)/$mra MRs; g0 ${g0_steady:-?}, QPs MRs $g0_count)"
+	echo "# phase $p ($title): $((SECONDS - t_phase)) s with its checks, done at $SECONDS s"
 }
 want() { [ "${PHASES/ $1 /}" != "$PHASES" ]; }
 begin() { # begin NUM: mark A's log, start the clock
@@ -325,7 +349,7 @@ driver() {
 		diag "$D/drive-0.err"
 	[ "$(remote flush)" = 0 ] && crosscheck 0
 	ok $? "clean link: the sink saw each notifying write and send once"
-	g0_count=$(SETTLE_SAMPLES=10 wait_settled 30 remote count) # with the export's MR for A
+	g0_count=$(remote baseline) # with the export's MR for A
 	mra=$(wait_settled 20 mrs)
 
 	if want 1; then
@@ -358,7 +382,7 @@ driver() {
 		wait "${PID[A]}"
 		r=$?
 		conf A B "$(printf 'ack_timeout = 14\nretry_count = 6')" >"$D/A.conf"
-		start A && wait_for 60 both_up
+		start A && both_up
 		ok $? "A restarted (exit $r) with ack_timeout 14 and retry_count 6, the link is up again"
 		# 100 % loss cuts the path silently, as a dead switch does. (An
 		# "ip link set eth0 down" is seen by rxe: the QPs fail at once with
