@@ -340,7 +340,9 @@ _Static_assert(sizeof(struct rp_admin_ping_reply) == 16, "rp_admin_ping_reply");
 #define RP_RESTART_CQ_DEPTH 0x0200u	/* [verbs] cq_depth */
 #define RP_RESTART_SQ_DEPTH 0x0400u	/* [verbs] send_queue_depth */
 #define RP_RESTART_RQ_DEPTH 0x0800u	/* [verbs] recv_queue_depth */
-#define RP_RESTART_ALL 0x0fffu
+#define RP_RESTART_ACK_TIMEOUT 0x1000u	/* [verbs] ack_timeout */
+#define RP_RESTART_RETRY_COUNT 0x2000u	/* [verbs] retry_count */
+#define RP_RESTART_ALL 0x3fffu
 
 /* The setting of one RP_RESTART_* bit as "section.key", or NULL for an unknown bit. */
 static inline const char *rp_restart_setting(unsigned bit)
@@ -370,6 +372,10 @@ static inline const char *rp_restart_setting(unsigned bit)
 		return "verbs.send_queue_depth";
 	case RP_RESTART_RQ_DEPTH:
 		return "verbs.recv_queue_depth";
+	case RP_RESTART_ACK_TIMEOUT:
+		return "verbs.ack_timeout";
+	case RP_RESTART_RETRY_COUNT:
+		return "verbs.retry_count";
 	default:
 		return NULL;
 	}

@@ -818,6 +818,8 @@ static const struct key_def verbs_keys[] = {
 	U32_KEY("cq_depth", cq_depth, 16, 1048576),
 	U32_KEY("send_queue_depth", sq_depth, 1, 32768),
 	U32_KEY("recv_queue_depth", rq_depth, 1, 32768),
+	U32_KEY("ack_timeout", ack_timeout, 1, 31),
+	U32_KEY("retry_count", retry_count, 0, 7),
 	{ 0 },
 };
 
@@ -1141,6 +1143,8 @@ static struct config *config_new(const char *name)
 		.cq_depth = 4096,
 		.sq_depth = 512,
 		.rq_depth = 512,
+		.ack_timeout = 16,
+		.retry_count = 7,
 		.max_registered_bytes = UINT64_C(4) << 30,
 		.max_regions = 1024,
 		.max_inflight = 4096,

@@ -210,6 +210,8 @@ static void test_defaults(void)
 	tap_is_int(cfg->cq_depth, 4096, "default: cq_depth");
 	tap_is_int(cfg->sq_depth, 512, "default: send_queue_depth");
 	tap_is_int(cfg->rq_depth, 512, "default: recv_queue_depth");
+	tap_ok(cfg->ack_timeout == 16 && cfg->retry_count == 7,
+	       "default: ack_timeout, retry_count");
 	tap_is_int(cfg->max_registered_bytes, UINT64_C(4) << 30, "default: max_registered_bytes");
 	tap_is_int(cfg->max_regions, 1024, "default: max_regions");
 	tap_is_int(cfg->max_inflight, 4096, "default: max_inflight");
@@ -243,6 +245,8 @@ static void test_every_key(void)
 		      "cq_depth = 16\n"
 		      "send_queue_depth = 32768\n"
 		      "recv_queue_depth = 1\n"
+		      "ack_timeout = 31\n"
+		      "retry_count = 0\n"
 		      "[limits]\n"
 		      "max_registered_bytes = 64KiB\n"
 		      "max_regions = 4294967295\n"
@@ -276,6 +280,8 @@ static void test_every_key(void)
 	tap_ok(cfg->port_num == 2 && cfg->gid_index == 3, "port and gid_index");
 	tap_ok(cfg->cq_depth == 16 && cfg->sq_depth == 32768 && cfg->rq_depth == 1,
 	       "queue depths at their bounds");
+	tap_ok(cfg->ack_timeout == 31 && cfg->retry_count == 0,
+	       "ack_timeout and retry_count at their bounds");
 	tap_is_int(cfg->max_registered_bytes, 65536, "max_registered_bytes");
 	tap_ok(cfg->max_regions == UINT32_MAX && cfg->max_inflight == 1048576 &&
 		       cfg->max_connections == 1,
@@ -286,7 +292,7 @@ static void test_every_key(void)
 	if (!a || !b)
 		return;
 	tap_ok(!strcmp(a->host, "10.0.0.2") && a->port == RP_DEFAULT_PEER_PORT &&
-		       a->transport == RP_TRANSPORT_AUTO && a->line == 26,
+		       a->transport == RP_TRANSPORT_AUTO && a->line == 28,
 	       "peer a: default port and transport, header line");
 	tap_ok(a->key_len == 32 && !memcmp(a->key, KEY32, 32), "peer a: key, newline trimmed");
 	tap_ok(!strncmp(a->key_file, tmpdir, strlen(tmpdir)) && strstr(a->key_file, "/good.key"),
@@ -472,6 +478,12 @@ static void test_verbs_limits_values(void)
 	check_einval("[verbs]\nrecv_queue_depth = 0\n",
 		     "2: invalid value '0' for recv_queue_depth: use an integer from 1 to 32768",
 		     "recv_queue_depth 0");
+	check_einval("[verbs]\nack_timeout = 0\n",
+		     "2: invalid value '0' for ack_timeout: use an integer from 1 to 31",
+		     "ack_timeout 0 (would wait forever)");
+	check_einval("[verbs]\nretry_count = 8\n",
+		     "2: invalid value '8' for retry_count: use an integer from 0 to 7",
+		     "retry_count above range");
 	check_einval("[limits]\nmax_registered_bytes = 12Q\n",
 		     "2: invalid size '12Q' for max_registered_bytes: use a number with an "
 		     "optional K, M, G or T suffix",
