@@ -566,3 +566,11 @@ int admin_dispatch(struct admin_ctx *ctx, struct session *s, const struct rp_hdr
 		return -EPROTO;
 	}
 }
+
+int admin_route(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h, const void *body,
+		int fd)
+{
+	if (ctl_is_admin(h->type) && s->version)
+		return admin_dispatch(ctx, s, h, body);
+	return session_dispatch(s, h, body, fd);
+}

@@ -21,6 +21,14 @@ struct rp_hdr;
  */
 int admin_dispatch(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
 		   const void *body);
+/*
+ * Route a packet of @s that passed ctl_validate(): administration requests
+ * of a session past hello to admin_dispatch(), everything else (with the
+ * packet's fd, or -1) to session_dispatch(). 0, or <0: disconnect
+ * (-ECONNABORTED: refused at hello).
+ */
+int admin_route(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h, const void *body,
+		int fd);
 /* Free what admin.c keeps for @s (metrics snapshot, pending ping). Idempotent. */
 void admin_session_release(struct session *s);
 

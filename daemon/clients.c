@@ -352,10 +352,7 @@ static void handle_packet(struct conn *k, char *buf, int n, int *fds, int nfds, 
 		conn_close(k, why);
 		return;
 	}
-	if (ctl_is_admin(h->type) && s->version)
-		r = admin_dispatch(k->owner->admin, s, h, buf + sizeof(*h));
-	else
-		r = session_dispatch(s, h, buf + sizeof(*h), nfds ? fds[0] : -1);
+	r = admin_route(k->owner->admin, s, h, buf + sizeof(*h), nfds ? fds[0] : -1);
 	if (r == 0 && s->version && !k->sq_started)
 		r = start_sq(k);
 	if (r == -ECONNABORTED)

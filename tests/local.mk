@@ -1,6 +1,7 @@
 # Test suites: unit (TAP programs), integration (real daemons), vm (Soft-RoCE), fuzz.
 include tests/unit/config.mk
 include tests/unit/core.mk
+include tests/fuzz/link.mk
 include tests/integration/local.mk
 include tests/integration/ctl.mk
 include tests/integration/peers.mk
