@@ -24,6 +24,12 @@ enum rp_transport_kind {
 	RP_TRANSPORT_TCP,
 };
 
+/* Which exports of this node a peer's clients may open besides those naming it. */
+enum peer_exports {
+	PEER_EXPORTS_NAMED = 0, /* none (the default): only exports that name it or every peer */
+	PEER_EXPORTS_ALL,	/* every export */
+};
+
 struct peer_conf {
 	char *name; /* from [peer "NAME"] */
 	char *host; /* address = HOST:PORT (HOST may be [v6]) */
@@ -32,7 +38,14 @@ struct peer_conf {
 	char *key_file;
 	uint8_t key[RP_PEER_KEY_MAX]; /* the file's bytes, trailing newline trimmed */
 	size_t key_len;
-	unsigned line; /* line of the section header, for messages */
+	/* Access (read from the running config, never from a copy of this struct). */
+	enum peer_exports exports;
+	uid_t *export_uids; /* also exports owned by these users... */
+	size_t n_export_uids;
+	gid_t *export_gids; /* ...or by users in these groups */
+	size_t n_export_gids;
+	unsigned line;				/* line of the section header, for messages */
+	unsigned exports_line, export_ids_line; /* where they were set (0: not), for messages */
 };
 
 struct config {

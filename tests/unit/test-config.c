@@ -611,6 +611,47 @@ static void test_peers(void)
 	free(text);
 }
 
+/* [peer] exports, export_users, export_groups: who of a peer may open which exports. */
+static void test_peer_exports(void)
+{
+	const struct peer_conf *a, *b, *c;
+	struct config *cfg;
+
+	cfg = load_ok("[peer \"a\"]\naddress = h\nkey_file = good.key\n"
+		      "[peer \"b\"]\naddress = h\nkey_file = good.key\nexports = all\n"
+		      "[peer \"c\"]\naddress = h\nkey_file = good.key\nexports = named\n"
+		      "export_users = root, 4000\nexport_groups = 4100 4101\n",
+		      "peer exports keys");
+	a = cfg ? config_peer(cfg, "a") : NULL;
+	b = cfg ? config_peer(cfg, "b") : NULL;
+	c = cfg ? config_peer(cfg, "c") : NULL;
+	tap_ok(a && a->exports == PEER_EXPORTS_NAMED && !a->n_export_uids && !a->n_export_gids,
+	       "default: exports = named, no owners");
+	tap_ok(b && b->exports == PEER_EXPORTS_ALL, "exports = all");
+	tap_ok(c && c->exports == PEER_EXPORTS_NAMED && c->n_export_uids == 2 &&
+		       c->export_uids[0] == 0 && c->export_uids[1] == 4000 &&
+		       c->n_export_gids == 2 && c->export_gids[0] == 4100 &&
+		       c->export_gids[1] == 4101,
+	       "export_users by name and id, export_groups");
+	config_free(cfg);
+	check_einval("[peer \"a\"]\nexports = some\n",
+		     "2: invalid exports 'some': use named or all", "peer exports value");
+	check_einval("[peer \"a\"]\naddress = h\nkey_file = good.key\nexports = all\n"
+		     "export_users = 4000\n",
+		     "5: peer 'a': export_users and export_groups say nothing more when exports = "
+		     "all (line 4)",
+		     "exports = all with export_users");
+	check_einval("[peer \"a\"]\naddress = h\nkey_file = good.key\nexport_groups = 4100\n"
+		     "exports = all\n",
+		     "4: peer 'a': export_users and export_groups say nothing more when exports = "
+		     "all (line 5)",
+		     "export_groups with exports = all after it");
+	check_einval("[peer \"a\"]\nexport_users = no-such-user-rp\n",
+		     "2: unknown user 'no-such-user-rp' in export_users", "unknown export user");
+	check_einval("[peer \"a\"]\nexport_groups = ,\n", "2: export_groups names no group",
+		     "export_groups of separators only");
+}
+
 static void check_key_file(const char *file, int want_ret, const char *why, const char *desc)
 {
 	char *text, *want, *path = tmp_path(file);
@@ -789,6 +830,7 @@ int main(void)
 	test_peer_admission();
 	test_verbs_limits_values();
 	test_peers();
+	test_peer_exports();
 	test_key_files();
 	test_load_file();
 	test_small_err_buffer();
