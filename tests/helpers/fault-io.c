@@ -6,7 +6,8 @@
  * $RDMAPROXY_SOCKET.
  *
  *   sink NAME SLOTS SLOTSIZE NRECV
- *       Export a SLOTS * SLOTSIZE region as NAME (read + write) and bind
+ *       Export a SLOTS * SLOTSIZE region as NAME (read + write, to the
+ *       clients of every peer) and bind
  *       endpoint NAME with NRECV receives of SLOTSIZE bytes, each posted again
  *       as soon as it completes. Prints "ready", then one line per event:
  *         N IMM                 a notification (RP_NOTIFY write) with IMM
@@ -168,6 +169,8 @@ static int sink_reap(struct sink *s, int timeout_ms)
 
 static int do_sink(const char *name, size_t slots, size_t slot, int nrecv)
 {
+	/* The drivers are clients of the peer daemon: let every peer open it. */
+	const struct rp_export_acl acl = { .flags = RP_EXPORT_ANY_PEER };
 	struct sink s = { .c = conn(), .slot = slot };
 	char line[256];
 	size_t have = 0;
@@ -175,7 +178,8 @@ static int do_sink(const char *name, size_t slots, size_t slot, int nrecv)
 
 	if ((e = rp_region_alloc(s.c, slots * slot, 0, &s.r)) < 0 ||
 	    (e = rp_region_alloc(s.c, (size_t)nrecv * slot, 0, &s.m)) < 0 ||
-	    (e = rp_region_export(s.r, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE)) < 0 ||
+	    (e = rp_region_export_acl(s.r, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE,
+				      &acl)) < 0 ||
 	    (e = rp_endpoint_bind(s.c, name, &s.ep)) < 0) {
 		fprintf(stderr, "sink: %s\n", rp_strerror(e));
 		return 2;
