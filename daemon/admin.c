@@ -105,6 +105,11 @@ static int page_send(struct session *s, const struct rp_hdr *h, struct page *p)
 	return session_reply(s, h, 0, p->buf, sizeof(*p->hdr) + p->hdr->count * p->rec, NULL, 0);
 }
 
+static bool is_admin(const struct admin_ctx *ctx, const struct session *s)
+{
+	return config_user_is_admin(ctx->cfg, s->cred.uid, s->cred.gid);
+}
+
 static int cmp_session_id(const void *a, const void *b)
 {
 	const struct session *x = *(struct session *const *)a, *y = *(struct session *const *)b;
@@ -141,7 +146,35 @@ static unsigned exports_of(const struct core *c, const struct region *r, const s
 	return n;
 }
 
-static void fill_client(const struct session *s, struct rp_admin_client *rec)
+/*
+ * Who asks for a list: administrators see everything; everybody else the
+ * regions of their own uid, and of other users' exports only those they
+ * may open (least privilege: names and owners of other users' exports are
+ * nobody else's business).
+ */
+struct viewer {
+	const struct session *s;
+	bool admin;
+};
+
+static bool sees_all(const struct viewer *w, const struct session *owner)
+{
+	return w->admin || owner->cred.uid == w->s->cred.uid;
+}
+
+/* Exports of @s that @w may open. */
+static unsigned exports_shown_of(const struct viewer *w, const struct session *s)
+{
+	const struct export *e;
+	unsigned n = 0;
+
+	for (e = s->core->exports; e; e = e->next)
+		n += !e->dead && e->s == s && export_may_open_local(e, w->s);
+	return n;
+}
+
+static void fill_client(const struct viewer *w, const struct session *s,
+			struct rp_admin_client *rec)
 {
 	const struct stats_session *st = &s->stats;
 	uint32_t i;
@@ -161,7 +194,7 @@ static void fill_client(const struct session *s, struct rp_admin_client *rec)
 	}
 	for (i = 0; i < s->endpoints.n; i++)
 		rec->endpoints += s->endpoints.v[i] != NULL;
-	rec->exports = exports_of(s->core, NULL, s);
+	rec->exports = sees_all(w, s) ? exports_of(s->core, NULL, s) : exports_shown_of(w, s);
 	rec->inflight = s->rings.cq_reserved;
 	rec->ops = st->ops;
 	rec->errors = st->errors;
@@ -171,6 +204,7 @@ static void fill_client(const struct session *s, struct rp_admin_client *rec)
 static int handle_clients(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
 			  const struct rp_admin_page_req *req)
 {
+	struct viewer w = { .s = s, .admin = is_admin(ctx, s) };
 	struct session **v;
 	struct page p;
 	size_t n, i;
@@ -189,7 +223,7 @@ static int handle_clients(struct admin_ctx *ctx, struct session *s, const struct
 		rec = page_add(&p, v[i]->id);
 		if (!rec)
 			break;
-		fill_client(v[i], rec);
+		fill_client(&w, v[i], rec);
 	}
 	free(v);
 	return page_send(s, h, &p);
@@ -198,6 +232,25 @@ static int handle_clients(struct admin_ctx *ctx, struct session *s, const struct
 static uint64_t region_key(const struct session *s, uint32_t id, unsigned k)
 {
 	return (uint64_t)s->id << 32 | (uint64_t)(id & 0xffff) << 16 | (k & 0xffff);
+}
+
+/* Who besides its owner and root may open @e (RP_OPEN_*), under the running config. */
+static uint32_t open_to(const struct config *cfg, const struct export *e)
+{
+	uint32_t flags = e->acl ? e->acl->flags : 0, r = 0;
+	size_t i, peers = 0;
+
+	if (e->acl && (e->acl->n_uids || e->acl->n_gids))
+		r |= RP_OPEN_USERS;
+	if (flags & RP_EXPORT_ANY_USER)
+		r |= RP_OPEN_ANY_USER;
+	for (i = 0; i < cfg->n_peers; i++)
+		peers += export_may_open_peer(e, &cfg->peers[i]);
+	if (peers)
+		r |= RP_OPEN_PEERS;
+	if ((flags & RP_EXPORT_ANY_PEER) || (peers && peers == cfg->n_peers))
+		r |= RP_OPEN_ALL_PEERS;
+	return r;
 }
 
 static void fill_region(const struct session *s, const struct region *r, const struct export *e,
@@ -213,6 +266,7 @@ static void fill_region(const struct session *s, const struct region *r, const s
 	rec->n_exports = n_exports;
 	if (e) {
 		rec->access = e->access;
+		rec->open_to = open_to(s->core->cfg, e);
 		snprintf(rec->export_name, sizeof(rec->export_name), "%s", e->name);
 	}
 }
@@ -228,36 +282,63 @@ static const struct export *nth_export(const struct core *c, const struct region
 	return NULL;
 }
 
-/* Add @s's regions at or after @cursor. false once the page is full. */
-static bool page_regions(struct page *p, const struct session *s, uint64_t cursor)
+/* Export @k of @r (NULL: the region's record without exports) is shown to @w. */
+static bool shown(const struct viewer *w, const struct session *s, const struct export *e)
+{
+	return sees_all(w, s) || (e && export_may_open_local(e, w->s));
+}
+
+/* How many exports of @r @w sees, of @ne. */
+static unsigned exports_shown(const struct viewer *w, const struct session *s,
+			      const struct region *r, unsigned ne)
+{
+	unsigned k, n = 0;
+
+	if (sees_all(w, s))
+		return ne;
+	for (k = 0; k < ne; k++)
+		n += shown(w, s, nth_export(s->core, r, k));
+	return n;
+}
+
+/*
+ * Add @s's records at or after @cursor that @w may see, while the page has
+ * room; count every record @w may see in the page's total.
+ */
+static void page_regions(struct page *p, const struct viewer *w, const struct session *s,
+			 uint64_t cursor)
 {
 	uint32_t i;
 
 	for (i = 0; i < s->regions.n; i++) {
 		const struct region *r = s->regions.v[i];
-		unsigned ne, k;
+		unsigned ne, nshown, k;
 
 		if (!r)
 			continue;
 		ne = exports_of(s->core, r, NULL);
+		nshown = exports_shown(w, s, r, ne);
 		for (k = 0; k < (ne ? ne : 1) && k <= 0xffff; k++) {
+			const struct export *e = nth_export(s->core, r, k);
 			uint64_t key = region_key(s, i + 1, k);
 			struct rp_admin_region *rec;
 
+			if (!shown(w, s, e))
+				continue;
+			p->hdr->total++;
 			if (key < cursor)
 				continue;
 			rec = page_add(p, key);
-			if (!rec)
-				return false;
-			fill_region(s, r, nth_export(s->core, r, k), ne, rec);
+			if (rec)
+				fill_region(s, r, e, nshown, rec);
 		}
 	}
-	return true;
 }
 
 static int handle_regions(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
 			  const struct rp_admin_page_req *req)
 {
+	struct viewer w = { .s = s, .admin = is_admin(ctx, s) };
 	struct session **v;
 	struct page p;
 	size_t n, i;
@@ -267,10 +348,8 @@ static int handle_regions(struct admin_ctx *ctx, struct session *s, const struct
 	if (r < 0)
 		return reply_text(s, h, r, "out of memory");
 	page_init(&p, sizeof(struct rp_admin_region));
-	p.hdr->total = (uint32_t)ctx->core->n_regions;
 	for (i = 0; i < n; i++)
-		if (!page_regions(&p, v[i], req->cursor))
-			break;
+		page_regions(&p, &w, v[i], req->cursor);
 	free(v);
 	return page_send(s, h, &p);
 }
@@ -391,11 +470,6 @@ static const char *group_name(gid_t gid, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%u", (unsigned)gid);
 	return buf;
-}
-
-static bool is_admin(const struct admin_ctx *ctx, const struct session *s)
-{
-	return config_user_is_admin(ctx->cfg, s->cred.uid, s->cred.gid);
 }
 
 /* State-changing requests are for root or the admin group; a refusal says why. */

@@ -182,6 +182,12 @@ static void operations(struct text *t)
 	counter1(t, "rdmaproxy_admin_refused_total",
 		 "Administration requests refused for lack of authorization.",
 		 stats_totals.admin_refused);
+	family(t, "rdmaproxy_export_opens_refused_total", "counter",
+	       "Opens of an export refused by its access control, by who asked "
+	       "(local: a client here; peer: a peer daemon).");
+	for (i = 0; i < STATS_FROMS; i++)
+		put(t, "rdmaproxy_export_opens_refused_total{from=\"%s\"} %llu\n",
+		    stats_from_name(i), (unsigned long long)stats_totals.export_refused[i]);
 }
 
 static void copy_peer(const struct peer_info *in, void *ctx)

@@ -475,6 +475,33 @@ static void prehello_trim(struct clients *c)
 	}
 }
 
+/*
+ * The client's supplementary groups as the kernel had them at connect
+ * (SO_PEERGROUPS, like SO_PEERCRED): what export access lists are checked
+ * against. Without them (a kernel before 4.13) it has its primary group only:
+ * it may be refused what a group would allow, never let in wrongly.
+ */
+static int peer_groups(int fd, struct session *s)
+{
+	gid_t small[64], *v = small;
+	socklen_t len = sizeof(small);
+	int r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, v, &len);
+
+	/* Too small: the kernel said how much it needs. */
+	if (r < 0 && errno == ERANGE && len > sizeof(small)) {
+		v = malloc(len);
+		if (!v)
+			return -ENOMEM;
+		r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, v, &len);
+	}
+	if (r < 0)
+		len = 0;
+	r = session_set_groups(s, v, len / sizeof(gid_t));
+	if (v != small)
+		free(v);
+	return r;
+}
+
 void clients_accept(struct clients *c, int fd)
 {
 	struct ucred cred;
@@ -501,6 +528,10 @@ void clients_accept(struct clients *c, int fd)
 	k->open_handles = 1;
 	k->accepted_at = uv_hrtime();
 	session_init(c->core, &k->s, &cred);
+	if (peer_groups(fd, &k->s) < 0)
+		log_warn("client %u (pid %d uid %d): out of memory for its groups: it is treated "
+			 "as a member of its primary group only",
+			 k->s.id, (int)cred.pid, (int)cred.uid);
 	read_comm(cred.pid, k->s.comm, sizeof(k->s.comm));
 	uv_poll_start(&k->poll, UV_READABLE | UV_DISCONNECT, on_readable);
 	log_debug("client %u connected: pid %d uid %d gid %d (%s)", k->s.id, (int)cred.pid,

@@ -2,7 +2,8 @@
 # enforces them; headers are included by their path under daemon/, "core/core.h"):
 #   daemon/base/   utilities and wire   log, util, memguard, config, stats, ctl_wire, evloop.h
 #   daemon/rdma/   RDMA resources       vx.h, rdma_dev, verbs_local
-#   daemon/core/   client core          core, rings, region, exports, op, endpoint, xfer, session
+#   daemon/core/   client core          core, rings, region, access, exports, op, endpoint, xfer,
+#                                       session
 #   daemon/peer/   peer layer           peer_proto, peer_hs (wire), peer_gate, peer_link,
 #                                       peer_data, peers (behind transport.h)
 #                  transports           tcp_stream, verbs_peer_io, verbs_peer
@@ -26,7 +27,8 @@ RP_DAEMON_RDMA = \
 	daemon/rdma/verbs_local.c daemon/rdma/verbs_local.h
 RP_DAEMON_CORE = \
 	daemon/core/core.c daemon/core/core.h \
-	daemon/core/rings.c daemon/core/region.c daemon/core/exports.c daemon/core/op.c daemon/core/endpoint.c \
+	daemon/core/rings.c daemon/core/region.c daemon/core/access.c daemon/core/exports.c \
+	daemon/core/op.c daemon/core/endpoint.c \
 	daemon/core/xfer.c daemon/core/session.c
 RP_DAEMON_PEERS = \
 	daemon/base/evloop.h daemon/peer/transport.h \

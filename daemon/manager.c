@@ -243,6 +243,10 @@ static unsigned restart_needed(const struct config *old, const struct config *ne
 		bits |= RP_RESTART_SQ_DEPTH;
 	if (old->rq_depth != new->rq_depth)
 		bits |= RP_RESTART_RQ_DEPTH;
+	if (old->ack_timeout != new->ack_timeout)
+		bits |= RP_RESTART_ACK_TIMEOUT;
+	if (old->retry_count != new->retry_count)
+		bits |= RP_RESTART_RETRY_COUNT;
 	return bits;
 }
 
@@ -291,6 +295,8 @@ static void keep_running(struct config *old, struct config *new)
 	new->cq_depth = old->cq_depth;
 	new->sq_depth = old->sq_depth;
 	new->rq_depth = old->rq_depth;
+	new->ack_timeout = old->ack_timeout;
+	new->retry_count = old->retry_count;
 }
 
 static void reload_rejected(const char *err, char *msg, size_t msglen)

@@ -3,7 +3,9 @@
  * rp-demo: two local applications moving data through rdmaproxyd.
  *
  * Process B allocates a 4 MiB region, exports it as "demo" and binds the
- * message endpoint "demo". Process A allocates 4 MiB, fills it with a
+ * message endpoint "demo". Exports are private to their user: on one node
+ * A runs as the same user and may open it; across daemons B's export names
+ * A's node, the only peer allowed in. Process A allocates 4 MiB, fills it with a
  * pattern, opens "demo" on its own node and writes the whole region into
  * B's with RP_NOTIFY; B is notified and checksums what landed. A reads it
  * back and checksums again, then sends B a message. Checksums are FNV-1a
@@ -30,8 +32,9 @@
 #define NAME "demo"
 
 static const char *sock;
-static const char *peer;   /* NULL: both on one daemon */
-static const char *b_sock; /* B's daemon */
+static const char *peer;	     /* NULL: both on one daemon */
+static const char *b_sock;	     /* B's daemon */
+static char a_node[RP_NAME_LEN + 1]; /* with a peer: A's node, which B lets in */
 
 static uint64_t fnv1a(const void *p, size_t n)
 {
@@ -90,6 +93,9 @@ static void die(char who, const char *what, int err)
 
 static int run_b(int to_a, int from_a)
 {
+	const char *peers[1] = { a_node };
+	struct rp_export_acl acl = { .peers = peers, .n_peers = 1 };
+	unsigned access = RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE;
 	struct rp_client *c;
 	struct rp_region *r, *msg;
 	struct rp_endpoint *ep;
@@ -103,12 +109,13 @@ static int run_b(int to_a, int from_a)
 	if ((e = rp_region_alloc(c, SIZE, 0, &r)) < 0 ||
 	    (e = rp_region_alloc(c, 4096, 0, &msg)) < 0)
 		die('B', "region", e);
-	if ((e = rp_region_export(r, NAME, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE)) < 0 ||
+	if ((e = rp_region_export_acl(r, NAME, access, peer ? &acl : NULL)) < 0 ||
 	    (e = rp_endpoint_bind(c, NAME, &ep)) < 0 ||
 	    (e = rp_post_recv(ep, msg, 0, 4096, 500)) < 0)
 		die('B', "export/bind/post", e);
-	printf("[B] node %s: exported 4 MiB as \"%s\", endpoint \"%s\" has a receive posted\n",
-	       rp_node_name(c), NAME, NAME);
+	printf("[B] node %s: exported 4 MiB as \"%s\" (open to %s%s), endpoint \"%s\" has a "
+	       "receive posted\n",
+	       rp_node_name(c), NAME, peer ? "node " : "this user", peer ? a_node : "", NAME);
 	fflush(stdout);
 	if (write(to_a, &ok, 1) != 1)
 		return 1;
@@ -192,6 +199,16 @@ int main(int argc, char **argv)
 	} else if (argc > 2) {
 		fprintf(stderr, "usage: rp-demo [SOCKET [PEER PEER_SOCKET]]\n");
 		return 2;
+	}
+	if (peer) {
+		/* B's export names A's node: learn it from A's daemon. */
+		struct rp_client *c;
+		int e = rp_connect(sock, &c);
+
+		if (e < 0)
+			die('A', "connect", e);
+		snprintf(a_node, sizeof(a_node), "%s", rp_node_name(c));
+		rp_disconnect(c);
 	}
 	if (pipe(ab) < 0 || pipe(ba) < 0)
 		return 1;

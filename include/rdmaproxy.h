@@ -38,6 +38,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* uid_t, gid_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,6 +95,7 @@ enum rp_error {
 	RP_EBADHANDLE,		    /* unknown region, remote or endpoint id */
 	RP_ESTALE,		    /* the peer restarted since this remote handle was opened */
 	RP_ELIMIT_EXPORTS,	    /* per-user limit on exports (max_regions) reached */
+	RP_EEXPORT_DENIED,	    /* the export does not let this user (or peer) open it */
 	RP_EMAX
 };
 
@@ -103,6 +105,33 @@ enum rp_error {
 /* Export access rights (what others may do to the region). */
 #define RP_ACCESS_REMOTE_READ 0x1u
 #define RP_ACCESS_REMOTE_WRITE 0x2u
+
+/*
+ * Who may open an export. Always: clients of the exporting user and of root
+ * on this node. Besides them, only whom the exporter names here (and the
+ * peers the operator grants exports in rdmaproxy.conf). A NULL or zeroed
+ * struct names nobody: that is what rp_region_export() does.
+ */
+#define RP_EXPORT_ANY_USER 0x1u /* every local user the daemon admits */
+#define RP_EXPORT_ANY_PEER 0x2u /* the clients of every configured peer */
+#define RP_EXPORT_ACL_MAX 32	/* entries in each list, at most */
+
+struct rp_export_acl {
+	uint32_t comp_mask; /* optional fields that follow: none defined yet, must be 0 */
+	uint32_t flags;	    /* RP_EXPORT_ANY_* */
+	const uid_t *uids;  /* local users who may open it */
+	size_t n_uids;
+	/*
+	 * Local groups: a client may open it if its primary group or one of its
+	 * supplementary groups, as the kernel had them when it connected
+	 * (SO_PEERCRED, SO_PEERGROUPS), is one of these.
+	 */
+	const gid_t *gids;
+	size_t n_gids;
+	/* Configured peers (node names) whose clients may open it. */
+	const char *const *peers;
+	size_t n_peers;
+};
 
 /* Operation flags. */
 #define RP_NOTIFY 0x1u /* rp_write: the exporter gets an RP_OP_NOTIFY completion */
@@ -171,10 +200,25 @@ RP_EXPORT size_t rp_region_len(const struct rp_region *r);
 
 /*
  * Publish @r under @name (1..RP_NAME_LEN characters from [A-Za-z0-9._-]) on
- * this node with @access (RP_ACCESS_REMOTE_READ and/or _WRITE).
- * Returns 0; -EINVAL, -EEXIST (name taken), -RP_EDAEMON.
+ * this node with @access (RP_ACCESS_REMOTE_READ and/or _WRITE). Only clients
+ * of this user and of root on this node may open it: see
+ * rp_region_export_acl() to let others in.
+ * Returns 0; -EINVAL, -EEXIST (name taken), -RP_ELIMIT_EXPORTS, -RP_EDAEMON.
  */
 RP_EXPORT int rp_region_export(struct rp_region *r, const char *name, unsigned access);
+/*
+ * rp_region_export() that also lets the users, groups and peers of @acl
+ * (NULL: nobody more) open the export. Peers must be configured on this
+ * node. The list is fixed for the export's life: unexport and export again
+ * to change it.
+ * Returns 0; -EINVAL (as rp_region_export(), unknown flags, a list longer
+ * than RP_EXPORT_ACL_MAX, NULL entries, an invalid peer name),
+ * -EOPNOTSUPP (comp_mask bits this library does not know, or a daemon too
+ * old to keep access lists: then nothing was exported), -RP_EPEERUNKNOWN (a
+ * peer is not configured), -EEXIST, -RP_ELIMIT_EXPORTS, -RP_EDAEMON.
+ */
+RP_EXPORT int rp_region_export_acl(struct rp_region *r, const char *name, unsigned access,
+				   const struct rp_export_acl *acl);
 /*
  * Withdraw export @name of @r. Remote handles to it fail later operations
  * with -RP_EUNEXPORTED. Returns once nothing can reach the region through
@@ -187,8 +231,9 @@ RP_EXPORT int rp_region_unexport(struct rp_region *r, const char *name);
 
 /*
  * Open export @name on @peer: NULL, "" or this node's name mean local.
- * Returns 0 and *ret; -RP_ENOEXPORT, -RP_EPEERUNKNOWN, -RP_EPEERDOWN,
- * -EINVAL, -ENOMEM, -RP_EDAEMON.
+ * Returns 0 and *ret; -RP_ENOEXPORT, -RP_EEXPORT_DENIED (the export does not
+ * allow this user, or on a peer, this node), -RP_EPEERUNKNOWN,
+ * -RP_EPEERDOWN, -EINVAL, -ENOMEM, -RP_EDAEMON.
  */
 RP_EXPORT int rp_remote_open(struct rp_client *c, const char *peer, const char *name,
 			     struct rp_remote **ret);
@@ -206,6 +251,7 @@ RP_EXPORT int rp_remote_close(struct rp_remote *rm);
  * client), -RP_EBOUNDS (checked here too), -EAGAIN (submission ring full:
  * reap completions and retry), -RP_EDAEMON. Failures after submission come
  * in the completion: -RP_EREMOTEBOUNDS, -RP_EREMOTEACCESS, -RP_EUNEXPORTED,
+ * -RP_EEXPORT_DENIED (a peer's right to the export was taken away),
  * -RP_ENOTIFYSPACE, -RP_ELIMIT_INFLIGHT, -RP_EOUTCOME.
  */
 RP_EXPORT int rp_write(struct rp_client *c, struct rp_region *r, size_t off, struct rp_remote *dst,

@@ -17,10 +17,15 @@
 #include "rdmaproxy.h" /* RP_E* error codes travel in rp_hdr.status */
 
 #define RP_PROTO_MAGIC 0x52444d50u /* "RDMP" */
+/*
+ * Version 2 adds RP_MSG_EXPORT_ACL; a version 1 session sending it is a
+ * protocol error. Everything else is the same in both.
+ */
 #define RP_PROTO_VERSION_MIN 1
-#define RP_PROTO_VERSION_MAX 1
-#define RP_PROTO_MSG_MAX 4096 /* largest packet either side sends */
-#define RP_NAME_MAX 64	      /* node, peer, export and endpoint names, NUL included */
+#define RP_PROTO_VERSION_MAX 2
+#define RP_PROTO_VERSION_ACL 2 /* the first with RP_MSG_EXPORT_ACL */
+#define RP_PROTO_MSG_MAX 4096  /* largest packet either side sends */
+#define RP_NAME_MAX 64	       /* node, peer, export and endpoint names, NUL included */
 
 struct rp_hdr {
 	uint32_t len;	/* the whole packet, header included */
@@ -44,6 +49,7 @@ enum rp_msg_type {
 	/* 0x02xx: exports */
 	RP_MSG_EXPORT = 0x0201,
 	RP_MSG_UNEXPORT = 0x0202,
+	RP_MSG_EXPORT_ACL = 0x0203, /* version 2: EXPORT with an access list */
 
 	/* 0x03xx: remote handles */
 	RP_MSG_REMOTE_OPEN = 0x0301,
@@ -116,13 +122,37 @@ struct rp_id {
 };
 _Static_assert(sizeof(struct rp_id) == 8, "rp_id");
 
-/* RP_MSG_EXPORT; UNEXPORT uses the same body (access must be 0). */
+/*
+ * RP_MSG_EXPORT; UNEXPORT uses the same body (access must be 0). An export
+ * made with EXPORT may be opened by clients of its owner's uid and of root
+ * on this node only.
+ */
 struct rp_export_req {
 	uint32_t region;
 	uint32_t access; /* RP_ACCESS_* */
 	char name[RP_NAME_MAX];
 };
 _Static_assert(sizeof(struct rp_export_req) == 72, "rp_export_req");
+
+/*
+ * RP_MSG_EXPORT_ACL: EXPORT, and whom else to let open it (struct
+ * rp_export_acl of rdmaproxy.h). Lists hold at most RP_EXPORT_ACL_MAX
+ * entries; unused entries and padding must be zero, flags only
+ * RP_EXPORT_ANY_*. Every peer must be a valid name (a peer that is not
+ * configured is answered -RP_EPEERUNKNOWN). Replies like EXPORT.
+ */
+struct rp_export_acl_req {
+	struct rp_export_req x;
+	uint32_t flags; /* RP_EXPORT_ANY_* */
+	uint16_t n_uids;
+	uint16_t n_gids;
+	uint16_t n_peers;
+	uint16_t pad[3];
+	uint32_t uids[RP_EXPORT_ACL_MAX];
+	uint32_t gids[RP_EXPORT_ACL_MAX];
+	char peers[RP_EXPORT_ACL_MAX][RP_NAME_MAX];
+};
+_Static_assert(sizeof(struct rp_export_acl_req) == 2392, "rp_export_acl_req");
 
 /* RP_MSG_REMOTE_OPEN and RP_MSG_DEST_OPEN (the latter replies with struct rp_id). */
 struct rp_name_req {
@@ -174,7 +204,9 @@ _Static_assert(sizeof(struct rp_status_reply) == 264, "rp_status_reply");
  * Administration. Read-only queries (STATUS, CLIENTS, REGIONS, PEERS,
  * METRICS, PING) are answered for every allowed user; RELOAD, and anything
  * that changes state, only for root or members of the configured
- * admin_group (decided from SO_PEERCRED). A refused or failed admin request
+ * admin_group (decided from SO_PEERCRED). REGIONS shows administrators
+ * everything; others see the regions of their own uid and the exports they
+ * may open, nothing else of other users. A refused or failed admin request
  * is a reply with a negative status and either no body or a struct
  * rp_admin_text saying why.
  *
@@ -240,11 +272,20 @@ struct rp_admin_region {
 	uint32_t busy;	    /* operations holding the region */
 	uint32_t n_exports; /* exports of this region */
 	uint32_t access;    /* RP_ACCESS_* of export_name */
-	uint32_t pad;
+	uint32_t open_to; /* RP_OPEN_* of export_name: who besides its owner and root may open it */
 	char comm[16];
 	char export_name[RP_NAME_MAX]; /* "" when n_exports is 0 */
 };
 _Static_assert(sizeof(struct rp_admin_region) == 120, "rp_admin_region");
+/*
+ * Before protocol version 2 open_to was padding (0), and every export was
+ * open to all. RP_OPEN_PEERS: peers the export names, or that the config
+ * grants it to.
+ */
+#define RP_OPEN_USERS 0x1u     /* local users or groups the export names */
+#define RP_OPEN_ANY_USER 0x2u  /* every local user */
+#define RP_OPEN_PEERS 0x4u     /* some configured peers */
+#define RP_OPEN_ALL_PEERS 0x8u /* every configured peer */
 
 /* One configured peer. Counters are since the daemon started. */
 struct rp_admin_peer {
@@ -299,7 +340,9 @@ _Static_assert(sizeof(struct rp_admin_ping_reply) == 16, "rp_admin_ping_reply");
 #define RP_RESTART_CQ_DEPTH 0x0200u	/* [verbs] cq_depth */
 #define RP_RESTART_SQ_DEPTH 0x0400u	/* [verbs] send_queue_depth */
 #define RP_RESTART_RQ_DEPTH 0x0800u	/* [verbs] recv_queue_depth */
-#define RP_RESTART_ALL 0x0fffu
+#define RP_RESTART_ACK_TIMEOUT 0x1000u	/* [verbs] ack_timeout */
+#define RP_RESTART_RETRY_COUNT 0x2000u	/* [verbs] retry_count */
+#define RP_RESTART_ALL 0x3fffu
 
 /* The setting of one RP_RESTART_* bit as "section.key", or NULL for an unknown bit. */
 static inline const char *rp_restart_setting(unsigned bit)
@@ -329,6 +372,10 @@ static inline const char *rp_restart_setting(unsigned bit)
 		return "verbs.send_queue_depth";
 	case RP_RESTART_RQ_DEPTH:
 		return "verbs.recv_queue_depth";
+	case RP_RESTART_ACK_TIMEOUT:
+		return "verbs.ack_timeout";
+	case RP_RESTART_RETRY_COUNT:
+		return "verbs.retry_count";
 	default:
 		return NULL;
 	}

@@ -277,6 +277,65 @@ RP_EXPORT int rp_region_export(struct rp_region *r, const char *name, unsigned a
 	return export_req(r, RP_MSG_EXPORT, name, access);
 }
 
+/* @acl into the wire's fixed lists; -EINVAL or -EOPNOTSUPP for what cannot go. */
+static int put_acl(struct rp_export_acl_req *req, const struct rp_export_acl *acl)
+{
+	size_t i;
+
+	if ((acl->flags & ~(RP_EXPORT_ANY_USER | RP_EXPORT_ANY_PEER)) ||
+	    acl->n_uids > RP_EXPORT_ACL_MAX || acl->n_gids > RP_EXPORT_ACL_MAX ||
+	    acl->n_peers > RP_EXPORT_ACL_MAX || (acl->n_uids && !acl->uids) ||
+	    (acl->n_gids && !acl->gids) || (acl->n_peers && !acl->peers))
+		return -EINVAL;
+	req->flags = acl->flags;
+	req->n_uids = (uint16_t)acl->n_uids;
+	req->n_gids = (uint16_t)acl->n_gids;
+	req->n_peers = (uint16_t)acl->n_peers;
+	for (i = 0; i < acl->n_uids; i++)
+		req->uids[i] = (uint32_t)acl->uids[i];
+	for (i = 0; i < acl->n_gids; i++)
+		req->gids[i] = (uint32_t)acl->gids[i];
+	for (i = 0; i < acl->n_peers; i++)
+		if (put_name(req->peers[i], acl->peers[i], false) < 0)
+			return -EINVAL;
+	return 0;
+}
+
+static bool acl_empty(const struct rp_export_acl *acl)
+{
+	return !acl || (!acl->flags && !acl->n_uids && !acl->n_gids && !acl->n_peers);
+}
+
+RP_EXPORT int rp_region_export_acl(struct rp_region *r, const char *name, unsigned access,
+				   const struct rp_export_acl *acl)
+{
+	struct rp_export_acl_req *req;
+	int err;
+
+	if (acl && acl->comp_mask)
+		return -EOPNOTSUPP;
+	/* Nobody named: a plain EXPORT, which every daemon understands. */
+	if (acl_empty(acl))
+		return rp_region_export(r, name, access);
+	if (!r || !access || (access & ~(RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE)))
+		return -EINVAL;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	req->x.region = r->id;
+	req->x.access = access;
+	err = put_name(req->x.name, name, false);
+	if (err == 0)
+		err = put_acl(req, acl);
+	/* An older daemon would let everybody in: say so rather than export. */
+	if (err == 0 && r->c->conn.hello.version < RP_PROTO_VERSION_ACL)
+		err = -EOPNOTSUPP;
+	if (err == 0)
+		err = client_request(r->c, RP_MSG_EXPORT_ACL, req, sizeof(*req), -1, NULL, 0);
+	free(req);
+	return err;
+}
+
 RP_EXPORT int rp_region_unexport(struct rp_region *r, const char *name)
 {
 	return export_req(r, RP_MSG_UNEXPORT, name, 0);

@@ -41,6 +41,8 @@ static const char *const rp_errors[RP_EMAX - RP_EBASE] = {
 				 "opened (open it again)",
 	[RP_ELIMIT_EXPORTS - RP_EBASE] = "per-user limit on exports reached (max_regions in "
 					 "rdmaproxy.conf bounds exports too)",
+	[RP_EEXPORT_DENIED - RP_EBASE] = "export access denied: the export does not allow this "
+					 "user (or, on a peer, this node) to open it",
 };
 
 RP_EXPORT const char *rp_strerror(int err)

@@ -10,8 +10,8 @@ libclient_librdmaproxy_la_SOURCES = \
 	include/rdmaproxy.h include/rp-proto.h include/rp-ring.h include/rp-fdpass.h
 libclient_librdmaproxy_la_CPPFLAGS = $(AM_CPPFLAGS) -DRP_BUILDING_LIBRARY
 libclient_librdmaproxy_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
-# current 1, age 0: the soname is librdmaproxy.so.1.
-libclient_librdmaproxy_la_LDFLAGS = $(AM_LDFLAGS) -version-info 1:0:0 -no-undefined \
+# current 2, age 1 (rp_region_export_acl added): the soname stays librdmaproxy.so.1.
+libclient_librdmaproxy_la_LDFLAGS = $(AM_LDFLAGS) -version-info 2:0:1 -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/libclient/librdmaproxy.map
 EXTRA_libclient_librdmaproxy_la_DEPENDENCIES = libclient/librdmaproxy.map
 EXTRA_DIST += libclient/librdmaproxy.map libclient/rdmaproxy.pc.in

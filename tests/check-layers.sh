@@ -33,7 +33,7 @@ layer_of() {
 	case "$1" in
 	log | util | memguard | config | stats | ctl_wire | peer_proto | peer_hs | evloop) echo 0 ;;
 	vx | rdma_dev | verbs_local) echo 1 ;;
-	core | rings | region | exports | op | endpoint | xfer | session) echo 2 ;;
+	core | rings | region | access | exports | op | endpoint | xfer | session) echo 2 ;;
 	transport | peer | peer_int | peer_gate | peer_link | peer_data | peers) echo 3 ;;
 	tcp_stream | verbs_peer_io | verbs_peer) echo 4 ;;
 	evloop_uv | tcp_uv | manager_uv | engine | clients | listener | notify | admin_metrics | admin | \

@@ -8,6 +8,7 @@ include tests/integration/peers.mk
 include tests/vm/local.mk
 include tests/vm/daemon.mk
 include tests/vm/peers.mk
+include tests/vm/faults.mk
 
 TESTS += tests/check-man.sh tests/check-layers.sh tests/check-format.sh tests/test-settle.sh
 EXTRA_DIST += tests/check-man.sh tests/check-layers.sh tests/check-format.sh .clang-format tests/unit/tap.h tests/settle.sh \

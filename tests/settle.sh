@@ -9,7 +9,9 @@
 # resource table) every 100 ms until it printed the same value
 # $SETTLE_SAMPLES times in a row (default 5, i.e. half a second), then print
 # that value: take baselines with this. Returns 1, printing the last value,
-# when nothing settles within SECONDS.
+# when nothing settles within SECONDS. SECONDS bounds the wait for the value,
+# not its confirmation: a value that has begun to repeat is sampled on (a
+# busy machine may need long for the samples themselves).
 wait_settled() {
 	local deadline=$((SECONDS + $1)) v last= same=0
 	shift
@@ -22,7 +24,7 @@ wait_settled() {
 			last=$v
 		fi
 		[ "$same" -ge "${SETTLE_SAMPLES:-5}" ] && break
-		[ $SECONDS -ge "$deadline" ] && echo "$v" && return 1
+		[ $SECONDS -ge "$deadline" ] && [ "$same" -le 1 ] && echo "$v" && return 1
 		sleep 0.1
 	done
 	echo "$v"
@@ -30,7 +32,8 @@ wait_settled() {
 
 # wait_steady SECONDS CMD...: wait until CMD (a test) succeeds
 # $SETTLE_SAMPLES times in a row, 100 ms apart: an end state, not a moment
-# passing through it. 1 on timeout.
+# passing through it. 1 when CMD does not hold by SECONDS, or stops holding
+# after it (a state reached in time is confirmed however long that takes).
 wait_steady() {
 	local deadline=$((SECONDS + $1)) same=0
 	shift
@@ -41,7 +44,7 @@ wait_steady() {
 			same=0
 		fi
 		[ "$same" -ge "${SETTLE_SAMPLES:-5}" ] && return 0
-		[ $SECONDS -ge "$deadline" ] && return 1
+		[ $SECONDS -ge "$deadline" ] && [ "$same" -eq 0 ] && return 1
 		sleep 0.1
 	done
 }

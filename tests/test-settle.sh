@@ -48,5 +48,26 @@ BG=$!
 wait_steady 10 is 13
 ok $? "wait_steady sees a value that arrives and stays"
 wait "$BG"
+# A state reached just before the deadline is confirmed after it, on a host
+# so slow that the confirming samples outlast the deadline ...
+slow_is() { sleep 0.3 && is "$1"; }
+echo 14 >"$D/v"
+(sleep 0.5 && echo 13 >"$D/v") &
+BG=$!
+wait_steady 2 slow_is 13
+ok $? "wait_steady confirms a state reached in time, however slow the samples"
+wait "$BG"
+slow_val() { sleep 0.3 && val; }
+echo 12 >"$D/v"
+v=$(wait_settled 2 slow_val)
+ok $? "wait_settled confirms a value that settled in time, however slow the samples ($v)"
+# ... but not one that is only reached after it.
+echo 14 >"$D/v"
+(sleep 2 && echo 13 >"$D/v") &
+BG=$!
+wait_steady 1 is 13
+[ $? -ne 0 ]
+ok $? "wait_steady still gives up on a state not reached in time"
+wait "$BG"
 echo "1..$n"
 exit $fail

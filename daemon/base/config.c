@@ -645,6 +645,36 @@ static int set_peer_transport(struct parser *p, const struct key_def *k, const c
 	return parse_transport(p, k, value, &current_peer(p)->transport);
 }
 
+static int set_peer_exports(struct parser *p, const struct key_def *k, const char *value)
+{
+	struct peer_conf *peer = current_peer(p);
+
+	if (!strcmp(value, "named"))
+		peer->exports = PEER_EXPORTS_NAMED;
+	else if (!strcmp(value, "all"))
+		peer->exports = PEER_EXPORTS_ALL;
+	else
+		return fail(p, p->line, -EINVAL, "invalid exports '%s': use named or all", value);
+	peer->exports_line = p->line;
+	return 0;
+}
+
+static int set_peer_export_users(struct parser *p, const struct key_def *k, const char *value)
+{
+	struct peer_conf *peer = current_peer(p);
+
+	peer->export_ids_line = p->line;
+	return parse_id_list(p, k, value, false, &peer->export_uids, &peer->n_export_uids);
+}
+
+static int set_peer_export_groups(struct parser *p, const struct key_def *k, const char *value)
+{
+	struct peer_conf *peer = current_peer(p);
+
+	peer->export_ids_line = p->line;
+	return parse_id_list(p, k, value, true, &peer->export_gids, &peer->n_export_gids);
+}
+
 __attribute__((format(printf, 4, 5))) static int fail_key(struct parser *p, int error,
 							  const char *path, const char *fmt, ...)
 {
@@ -788,6 +818,8 @@ static const struct key_def verbs_keys[] = {
 	U32_KEY("cq_depth", cq_depth, 16, 1048576),
 	U32_KEY("send_queue_depth", sq_depth, 1, 32768),
 	U32_KEY("recv_queue_depth", rq_depth, 1, 32768),
+	U32_KEY("ack_timeout", ack_timeout, 1, 31),
+	U32_KEY("retry_count", retry_count, 0, 7),
 	{ 0 },
 };
 
@@ -811,6 +843,9 @@ static const struct key_def peer_keys[] = {
 	{ .name = "address", .set = set_peer_address },
 	{ .name = "transport", .set = set_peer_transport },
 	{ .name = "key_file", .set = set_peer_key_file },
+	{ .name = "exports", .set = set_peer_exports },
+	{ .name = "export_users", .set = set_peer_export_users },
+	{ .name = "export_groups", .set = set_peer_export_groups },
 	{ 0 },
 };
 
@@ -1079,6 +1114,11 @@ static int check_peers(struct parser *p)
 		if (!strcmp(peer->name, p->cfg->node_name))
 			return fail(p, peer->line, -EINVAL,
 				    "peer '%s' has the name of this node (node_name)", peer->name);
+		if (peer->exports == PEER_EXPORTS_ALL && peer->export_ids_line)
+			return fail(p, peer->export_ids_line, -EINVAL,
+				    "peer '%s': export_users and export_groups say nothing more "
+				    "when exports = all (line %u)",
+				    peer->name, peer->exports_line);
 	}
 	return 0;
 }
@@ -1103,6 +1143,8 @@ static struct config *config_new(const char *name)
 		.cq_depth = 4096,
 		.sq_depth = 512,
 		.rq_depth = 512,
+		.ack_timeout = 16,
+		.retry_count = 7,
 		.max_registered_bytes = UINT64_C(4) << 30,
 		.max_regions = 1024,
 		.max_inflight = 4096,
@@ -1273,6 +1315,8 @@ struct config *config_free(struct config *cfg)
 		free(cfg->peers[i].name);
 		free(cfg->peers[i].host);
 		free(cfg->peers[i].key_file);
+		free(cfg->peers[i].export_uids);
+		free(cfg->peers[i].export_gids);
 		explicit_bzero(cfg->peers[i].key, sizeof(cfg->peers[i].key));
 	}
 	free(cfg->peers);

@@ -24,6 +24,12 @@ enum rp_transport_kind {
 	RP_TRANSPORT_TCP,
 };
 
+/* Which exports of this node a peer's clients may open besides those naming it. */
+enum peer_exports {
+	PEER_EXPORTS_NAMED = 0, /* none (the default): only exports that name it or every peer */
+	PEER_EXPORTS_ALL,	/* every export */
+};
+
 struct peer_conf {
 	char *name; /* from [peer "NAME"] */
 	char *host; /* address = HOST:PORT (HOST may be [v6]) */
@@ -32,7 +38,14 @@ struct peer_conf {
 	char *key_file;
 	uint8_t key[RP_PEER_KEY_MAX]; /* the file's bytes, trailing newline trimmed */
 	size_t key_len;
-	unsigned line; /* line of the section header, for messages */
+	/* Access (read from the running config, never from a copy of this struct). */
+	enum peer_exports exports;
+	uid_t *export_uids; /* also exports owned by these users... */
+	size_t n_export_uids;
+	gid_t *export_gids; /* ...or by users in these groups */
+	size_t n_export_gids;
+	unsigned line;				/* line of the section header, for messages */
+	unsigned exports_line, export_ids_line; /* where they were set (0: not), for messages */
 };
 
 struct config {
@@ -56,12 +69,14 @@ struct config {
 	gid_t admin_gid; /* (gid_t)-1: only root is admin */
 
 	/* [verbs] */
-	char *device;	   /* NULL: first device with an active port */
-	unsigned port_num; /* 0: first active port */
-	int gid_index;	   /* -1: chosen by rdma_cm from the address */
-	uint32_t cq_depth; /* default 4096 */
-	uint32_t sq_depth; /* default 512 */
-	uint32_t rq_depth; /* default 512 */
+	char *device;	      /* NULL: first device with an active port */
+	unsigned port_num;    /* 0: first active port */
+	int gid_index;	      /* -1: chosen by rdma_cm from the address */
+	uint32_t cq_depth;    /* default 4096 */
+	uint32_t sq_depth;    /* default 512 */
+	uint32_t rq_depth;    /* default 512 */
+	uint32_t ack_timeout; /* local ACK timeout exponent: 4.096 us * 2^n; default 16 */
+	uint32_t retry_count; /* transport retries before a QP fails; default 7 */
 
 	/* [limits], all per uid */
 	uint64_t max_registered_bytes; /* default 4 GiB */

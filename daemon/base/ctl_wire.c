@@ -17,6 +17,8 @@ long ctl_body_size(uint16_t type)
 	case RP_MSG_EXPORT:
 	case RP_MSG_UNEXPORT:
 		return sizeof(struct rp_export_req);
+	case RP_MSG_EXPORT_ACL:
+		return sizeof(struct rp_export_acl_req);
 	case RP_MSG_REMOTE_OPEN:
 	case RP_MSG_DEST_OPEN:
 		return sizeof(struct rp_name_req);

@@ -23,6 +23,7 @@ enum stats_err_kind stats_err_kind(int status)
 	case RP_ENORECV:
 	case RP_ERECVSMALL:
 	case RP_ENOTIFYSPACE:
+	case RP_EEXPORT_DENIED:
 		return STATS_ERR_REMOTE;
 	case RP_EPEERUNKNOWN:
 	case RP_EPEERDOWN:
@@ -60,6 +61,11 @@ const char *stats_refusal_name(enum stats_refusal r)
 	};
 
 	return r < STATS_REFUSALS ? names[r] : "other";
+}
+
+const char *stats_from_name(enum stats_from f)
+{
+	return f == STATS_FROM_LOCAL ? "local" : f == STATS_FROM_PEER ? "peer" : "other";
 }
 
 const char *stats_op_name(unsigned op)

@@ -30,6 +30,13 @@ enum stats_refusal {
 	STATS_REFUSALS
 };
 
+/* Who asked to open an export it was refused (rdmaproxy_export_opens_refused_total). */
+enum stats_from {
+	STATS_FROM_LOCAL, /* a client of this daemon */
+	STATS_FROM_PEER,  /* a peer daemon's LOOKUP, or an op on an id it was not given */
+	STATS_FROMS
+};
+
 #define STATS_OPS 6 /* enum rp_op values 1..5, index 0 unused */
 
 /* Daemon-wide counters since start (the daemon is one process: one set). */
@@ -43,8 +50,9 @@ struct stats_totals {
 	uint64_t admin_refused;
 	uint64_t peer_handshake_failures; /* inbound connections that never authenticated */
 	uint64_t peer_refused[STATS_REFUSALS];
-	uint64_t client_fd_lost;       /* requests whose fd the kernel could not hand over */
-	uint64_t client_accept_pauses; /* client accepts paused for want of fds */
+	uint64_t client_fd_lost;	      /* requests whose fd the kernel could not hand over */
+	uint64_t client_accept_pauses;	      /* client accepts paused for want of fds */
+	uint64_t export_refused[STATS_FROMS]; /* opens refused by the export's access control */
 };
 
 extern struct stats_totals stats_totals;
@@ -62,6 +70,8 @@ enum stats_err_kind stats_err_kind(int status);
 const char *stats_err_kind_name(enum stats_err_kind k);
 /* "total_limit", "address_limit", "failed_handshakes", "fd_reserve". */
 const char *stats_refusal_name(enum stats_refusal r);
+/* "local", "peer". */
+const char *stats_from_name(enum stats_from f);
 /* "write", "read", "send", "recv", "notify"; NULL for anything else. */
 const char *stats_op_name(unsigned op);
 

@@ -224,6 +224,22 @@ void session_init(struct core *c, struct session *s, const struct ucred *cred)
 	c->n_sessions++;
 }
 
+int session_set_groups(struct session *s, const gid_t *groups, size_t n)
+{
+	gid_t *v = NULL;
+
+	if (n) {
+		v = malloc(n * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		memcpy(v, groups, n * sizeof(*v));
+	}
+	free(s->groups);
+	s->groups = v;
+	s->n_groups = n;
+	return 0;
+}
+
 void session_hold(struct session *s)
 {
 	s->ops_pending++;

@@ -12,6 +12,7 @@
  *               and replies
  *   rings.c     a session's shared-memory rings and completion slots
  *   region.c    client memory: checks, mapping, registration
+ *   access.c    who may open an export: the one decision, pure
  *   exports.c   the export name table and remote handles
  *   op.c        one operation's life, from submission to its one completion
  *   endpoint.c  message endpoints and their posted receives
@@ -129,6 +130,8 @@ struct session {
 	struct core *core;
 	struct session *prev, *next; /* in core->sessions */
 	struct ucred cred;
+	gid_t *groups; /* supplementary groups at connect (SO_PEERGROUPS); owned */
+	size_t n_groups;
 	char comm[16];
 	uint32_t id;
 	uint16_t version;     /* 0 until HELLO succeeded */
@@ -202,6 +205,11 @@ void acct_put(struct core *c, struct uid_acct *a);
 
 /* A new session for a client with credentials @cred (the glue embeds @s). */
 void session_init(struct core *c, struct session *s, const struct ucred *cred);
+/*
+ * The client's supplementary groups, as the kernel gave them at connect
+ * (copied; freed by session_release()). 0 or -ENOMEM.
+ */
+int session_set_groups(struct session *s, const gid_t *groups, size_t n);
 /* Keep @s (its memory) while something that will answer or report on it runs. */
 void session_hold(struct session *s);
 void session_put(struct session *s);
@@ -275,6 +283,51 @@ void region_unref(struct region *r);
 /* off + len inside the region, with overflow checks. */
 bool region_range_ok(const struct region *r, uint64_t off, uint64_t len);
 
+/* ---- access.c ---- */
+
+/*
+ * Who may open an export. Locally: clients of its owner's uid and of root,
+ * always. Besides them only what the export's access list names (users,
+ * groups, peers, or every user / every peer), and for a peer what its
+ * [peer "NAME"] section grants (exports = all, export_users,
+ * export_groups: see rdmaproxy.conf(5)). A peer daemon is one identity:
+ * which of its users asks cannot be known here.
+ */
+struct export_acl {
+	uint32_t flags; /* RP_EXPORT_ANY_USER, RP_EXPORT_ANY_PEER */
+	uint32_t n_uids, n_gids, n_peers;
+	uid_t uids[RP_EXPORT_ACL_MAX];
+	gid_t gids[RP_EXPORT_ACL_MAX];
+	char peers[RP_EXPORT_ACL_MAX][RP_NAME_MAX];
+};
+
+/* A local client's credentials, as the kernel gave them when it connected. */
+struct creds {
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups; /* supplementary */
+	size_t n_groups;
+};
+
+void session_creds(const struct session *s, struct creds *ret);
+/* @g is the primary or a supplementary group of @c. */
+bool creds_in_group(const struct creds *c, gid_t g);
+/*
+ * The access list of an EXPORT_ACL request, checked: 0, -EINVAL (counts,
+ * flags, names, entries past the counts), -EPROTO (padding). Whether the
+ * peers are configured is the caller's to check.
+ */
+int acl_from_wire(const struct rp_export_acl_req *req, struct export_acl *ret);
+/* May a local client with @who open an export of @owner with @acl (NULL: none)? */
+bool acl_allows_local(const struct export_acl *acl, const struct creds *owner,
+		      const struct creds *who);
+/*
+ * May the clients of peer @pc (its section of the running config; NULL: not
+ * configured) open an export of @owner with @acl (NULL: none)?
+ */
+bool acl_allows_peer(const struct export_acl *acl, const struct creds *owner,
+		     const struct peer_conf *pc);
+
 /* ---- exports.c ---- */
 
 /*
@@ -299,6 +352,7 @@ struct export {
 	struct session *waiter; /* held: its UNEXPORT is answered once the MR is gone */
 	struct rp_hdr waiter_h;
 	struct remote *remote;
+	struct export_acl *acl; /* who else may open it; NULL: nobody (owner and root only) */
 	char name[RP_NAME_MAX];
 };
 /* clang-format on */
@@ -308,7 +362,17 @@ enum export_removed {
 	EXPORT_DRAINING, /* answered when its MR is gone (peers confirmed, ops ended) */
 };
 
-int export_add(struct core *c, struct region *r, const char *name, uint32_t access);
+/* Publish @r as @name; @acl (NULL: none) is copied. 0, -EEXIST, -ENOMEM. */
+int export_add(struct core *c, struct region *r, const char *name, uint32_t access,
+	       const struct export_acl *acl);
+/* The owner's credentials (an export lives no longer than its owner's session). */
+void export_owner(const struct export *e, struct creds *ret);
+bool export_may_open_local(const struct export *e, const struct session *s);
+bool export_may_open_peer(const struct export *e, const struct peer_conf *pc);
+/* Peer @peer looked @e up while allowed to: it may use the id it was given. */
+bool export_looked_up_by(const struct export *e, const char *peer);
+/* Forget that @peer looked @e up (its right to it was taken away). */
+void export_forget_looker(struct export *e, const char *peer);
 /* Withdraw @name (request @h of @s): enum export_removed, or <0. */
 int export_remove(struct core *c, struct session *s, const struct rp_hdr *h, uint32_t region,
 		  const char *name);

@@ -44,7 +44,8 @@ static unsigned vmr_access(uint32_t access)
 	       (access & RP_ACCESS_REMOTE_WRITE ? VMR_REMOTE_WRITE : 0);
 }
 
-int export_add(struct core *c, struct region *r, const char *name, uint32_t access)
+int export_add(struct core *c, struct region *r, const char *name, uint32_t access,
+	       const struct export_acl *acl)
 {
 	struct export *e;
 
@@ -53,6 +54,14 @@ int export_add(struct core *c, struct region *r, const char *name, uint32_t acce
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
+	if (acl) {
+		e->acl = malloc(sizeof(*e->acl));
+		if (!e->acl) {
+			free(e);
+			return -ENOMEM;
+		}
+		*e->acl = *acl;
+	}
 	e->core = c;
 	e->refs = 1;
 	e->region = r;
@@ -62,6 +71,7 @@ int export_add(struct core *c, struct region *r, const char *name, uint32_t acce
 		int err = vmr_reg(c->vlocal, r->addr, r->len, vmr_access(access), &e->xport);
 
 		if (err < 0) {
+			free(e->acl);
 			free(e);
 			return err;
 		}
@@ -71,6 +81,28 @@ int export_add(struct core *c, struct region *r, const char *name, uint32_t acce
 	e->next = c->exports;
 	c->exports = e;
 	return 0;
+}
+
+void export_owner(const struct export *e, struct creds *ret)
+{
+	session_creds(e->s, ret);
+}
+
+bool export_may_open_local(const struct export *e, const struct session *s)
+{
+	struct creds owner, who;
+
+	export_owner(e, &owner);
+	session_creds(s, &who);
+	return acl_allows_local(e->acl, &owner, &who);
+}
+
+bool export_may_open_peer(const struct export *e, const struct peer_conf *pc)
+{
+	struct creds owner;
+
+	export_owner(e, &owner);
+	return acl_allows_peer(e->acl, &owner, pc);
 }
 
 struct export *export_ref(struct export *e)
@@ -133,6 +165,7 @@ void export_unref(struct export *e)
 		free(e->remote);
 	}
 	free(e->lookers);
+	free(e->acl);
 	free(e);
 }
 
@@ -151,20 +184,41 @@ static void export_kill(struct core *c, struct export **pp)
 	export_unref(e);
 }
 
-static int add_looker(struct export *e, const char *name)
+bool export_looked_up_by(const struct export *e, const char *peer)
 {
-	char(*v)[RP_NAME_MAX];
 	unsigned i;
 
 	for (i = 0; i < e->n_lookers; i++)
-		if (!strcmp(e->lookers[i], name))
-			return 0;
+		if (!strcmp(e->lookers[i], peer))
+			return true;
+	return false;
+}
+
+static int add_looker(struct export *e, const char *name)
+{
+	char(*v)[RP_NAME_MAX];
+
+	if (export_looked_up_by(e, name))
+		return 0;
 	v = realloc(e->lookers, (e->n_lookers + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	e->lookers = v;
 	snprintf(v[e->n_lookers++], RP_NAME_MAX, "%s", name);
 	return 0;
+}
+
+void export_forget_looker(struct export *e, const char *peer)
+{
+	unsigned i;
+
+	for (i = 0; i < e->n_lookers; i++)
+		if (!strcmp(e->lookers[i], peer)) {
+			memmove(e->lookers[i], e->lookers[i + 1],
+				(e->n_lookers - i - 1) * sizeof(e->lookers[0]));
+			e->n_lookers--;
+			return;
+		}
 }
 
 int export_publish(struct core *c, struct export *e, const char *peer)

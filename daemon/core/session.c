@@ -188,22 +188,60 @@ static int handle_region_free(struct session *s, const struct rp_hdr *h, const s
 	return session_reply(s, h, 0, NULL, 0, NULL, 0);
 }
 
-static int handle_export(struct session *s, const struct rp_hdr *h, const struct rp_export_req *req)
+/* EXPORT and EXPORT_ACL: the status of publishing @req with @acl (NULL: none). */
+static int export_status(struct session *s, const struct rp_export_req *req,
+			 const struct export_acl *acl)
 {
 	struct region *r = idtab_get(&s->regions, req->region);
 	uint32_t all = RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE;
-	int status;
 
 	if (!name_valid(req->name, sizeof(req->name)))
-		status = -EINVAL;
-	else if (!r)
-		status = -RP_EBADHANDLE;
-	else if (!req->access || (req->access & ~all))
-		status = -EINVAL;
-	else if (exports_of_uid(s->core, s->cred.uid) >= s->core->cfg->max_regions)
-		status = -RP_ELIMIT_EXPORTS;
-	else
-		status = export_add(s->core, r, req->name, req->access);
+		return -EINVAL;
+	if (!r)
+		return -RP_EBADHANDLE;
+	if (!req->access || (req->access & ~all))
+		return -EINVAL;
+	if (exports_of_uid(s->core, s->cred.uid) >= s->core->cfg->max_regions)
+		return -RP_ELIMIT_EXPORTS;
+	return export_add(s->core, r, req->name, req->access, acl);
+}
+
+static int handle_export(struct session *s, const struct rp_hdr *h, const struct rp_export_req *req)
+{
+	return session_reply(s, h, export_status(s, req, NULL), NULL, 0, NULL, 0);
+}
+
+/* Every peer the list names must be configured: a typo is an error now, not a refusal later. */
+static int acl_peers_known(struct session *s, const struct export_acl *acl)
+{
+	const struct core *c = s->core;
+	uint32_t i;
+
+	for (i = 0; i < acl->n_peers; i++)
+		if (!c->peer_ops || c->peer_ops->known(c->peers, acl->peers[i]) < 0)
+			return -RP_EPEERUNKNOWN;
+	return 0;
+}
+
+static int handle_export_acl(struct session *s, const struct rp_hdr *h,
+			     const struct rp_export_acl_req *req)
+{
+	struct export_acl *acl;
+	int status;
+
+	if (s->version < RP_PROTO_VERSION_ACL)
+		return -EPROTO; /* a version 1 client cannot have meant it */
+	acl = malloc(sizeof(*acl));
+	if (!acl)
+		return session_reply(s, h, -ENOMEM, NULL, 0, NULL, 0);
+	status = acl_from_wire(req, acl);
+	if (status == 0)
+		status = acl_peers_known(s, acl);
+	if (status == 0)
+		status = export_status(s, &req->x, acl);
+	free(acl);
+	if (status == -EPROTO)
+		return status;
 	return session_reply(s, h, status, NULL, 0, NULL, 0);
 }
 
@@ -245,6 +283,20 @@ static int name_req_where(struct session *s, const struct rp_name_req *req)
 	return peer_where(s, req->peer);
 }
 
+/* A local export @e that @s may not open: counted, and logged per uid. */
+static int open_refused(struct session *s, const struct export *e)
+{
+	char key[32];
+
+	stats_totals.export_refused[STATS_FROM_LOCAL]++;
+	log_ratelimited(uid_key(s, key, sizeof(key)), LOG_WARNING,
+			"client %u (pid %d uid %d %s): opening export '%s' of uid %d refused: "
+			"it allows neither this user nor a group of the client",
+			s->id, (int)s->cred.pid, (int)s->cred.uid, s->comm, e->name,
+			(int)e->s->cred.uid);
+	return -RP_EEXPORT_DENIED;
+}
+
 static int handle_remote_open(struct session *s, const struct rp_hdr *h,
 			      const struct rp_name_req *req)
 {
@@ -260,8 +312,12 @@ static int handle_remote_open(struct session *s, const struct rp_hdr *h,
 			return 0;
 	} else if (status == PEER_HERE) {
 		e = export_find(c, req->name);
-		status =
-			e ? idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id) : -RP_ENOEXPORT;
+		if (!e)
+			status = -RP_ENOEXPORT;
+		else if (!export_may_open_local(e, s))
+			status = open_refused(s, e);
+		else
+			status = idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id);
 	}
 	if (status == 0) {
 		export_ref(e);
@@ -331,6 +387,8 @@ static int dispatch_ready(struct session *s, const struct rp_hdr *h, const void 
 		return handle_export(s, h, body);
 	case RP_MSG_UNEXPORT:
 		return handle_unexport(s, h, body);
+	case RP_MSG_EXPORT_ACL:
+		return handle_export_acl(s, h, body);
 	case RP_MSG_REMOTE_OPEN:
 		return handle_remote_open(s, h, body);
 	case RP_MSG_REMOTE_CLOSE:
@@ -403,6 +461,8 @@ void session_release(struct session *s)
 	release_table(s, &s->remotes, drop_remote);
 	release_table(s, &s->dests, drop_dest);
 	release_table(s, &s->regions, drop_region);
+	/* Its exports are gone with its regions: nothing reads its groups any more. */
+	session_set_groups(s, NULL, 0);
 	rings_free(&s->rings);
 	if (s->acct) {
 		s->acct->conns--;

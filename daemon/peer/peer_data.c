@@ -137,6 +137,30 @@ static void on_lookup_r(struct peer_link *l, const struct pp_lookup_r *m)
 	data_check_drained(l);
 }
 
+/* The key of the rate-limited lines about peer @l. */
+static const char *peer_key(const struct peer_link *l, char *buf, size_t len)
+{
+	snprintf(buf, len, "peer %s", l->peer->conf.name);
+	return buf;
+}
+
+/* Peer @l may not open @e: counted, and logged per peer. */
+static int lookup_refused(struct peer_link *l, const struct export *e)
+{
+	const char *name = l->peer->conf.name;
+	struct creds owner;
+	char key[RP_NAME_MAX + 8];
+
+	export_owner(e, &owner);
+	stats_totals.export_refused[STATS_FROM_PEER]++;
+	log_ratelimited(peer_key(l, key, sizeof(key)), LOG_WARNING,
+			"peer %s: opening export '%s' of uid %d refused: the export does not "
+			"name this peer, and its [peer \"%s\"] section grants no exports of that "
+			"user (exports, export_users, export_groups)",
+			name, e->name, (int)owner.uid, name);
+	return -RP_EEXPORT_DENIED;
+}
+
 static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 {
 	struct peers *p = l->p;
@@ -148,6 +172,8 @@ static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 	pp_hdr_init(&r.h, PP_LOOKUP_R, m->h.id);
 	if (!e || e->dead || !e->region) {
 		r.status = -RP_ENOEXPORT;
+	} else if (!export_may_open_peer(e, config_peer(p->cfg, l->peer->conf.name))) {
+		r.status = lookup_refused(l, e);
 	} else {
 		n = l->t->ops->export_info(l->t, e, r.xinfo, sizeof(r.xinfo));
 		err = n < 0 ? n : export_publish(p->core, e, l->peer->conf.name);
@@ -409,6 +435,43 @@ static void revoke_start(struct peer *pr, struct export *e)
 		revoke_send(pr->up, rv);
 }
 
+/* @pr's lookups of exports it may no longer open are forgotten and withdrawn: how many. */
+static unsigned recheck_peer(struct peers *p, struct peer *pr, const char **ret_first)
+{
+	const struct peer_conf *pc = config_peer(p->cfg, pr->conf.name);
+	unsigned n = 0;
+	struct export *e;
+
+	for (e = p->core->exports; e; e = e->next) {
+		if (!export_looked_up_by(e, pr->conf.name) || export_may_open_peer(e, pc))
+			continue;
+		export_forget_looker(e, pr->conf.name);
+		revoke_start(pr, e);
+		log_debug("peer %s may no longer open export '%s'", pr->conf.name, e->name);
+		if (!n++)
+			*ret_first = e->name;
+	}
+	return n;
+}
+
+void data_recheck(struct peers *p)
+{
+	const char *first = NULL;
+	struct peer *pr;
+	unsigned n;
+
+	for (pr = p->head; pr; pr = pr->next) {
+		if (pr->removed)
+			continue;
+		n = recheck_peer(p, pr, &first);
+		if (n)
+			log_notice("peer %s may no longer open %u export%s it looked up ('%s'%s): "
+				   "its handles to them are withdrawn",
+				   pr->conf.name, n, n == 1 ? "" : "s", first,
+				   n > 1 ? " and others" : "");
+	}
+}
+
 static void on_revoke_r(struct peer_link *l, const struct pp_revoke *m)
 {
 	struct prevoke **pp, *rv = NULL;
@@ -440,6 +503,8 @@ static void on_revoke(struct peer_link *l, const struct pp_revoke *m)
 		err = link_send(l, &r, sizeof(r));
 	} else {
 		mark_revoked(l->p, l->peer, m->export_inc, m->export_id);
+		log_debug("peer %s withdrew its export %llu: handles to it fail from now on",
+			  l->peer->conf.name, (unsigned long long)m->export_id);
 		err = l->t->ops->revoke ? l->t->ops->revoke(l->x, m->export_id, &r, sizeof(r))
 					: link_send(l, &r, sizeof(r));
 	}
@@ -648,6 +713,22 @@ const struct core_peer_ops peers_core_ops = {
 
 /* ---- Requests from a peer. ---- */
 
+/*
+ * Peer @l used an export id its LOOKUP was never given (it guessed), or no
+ * longer may use (a reload took its right away).
+ */
+static int id_refused(struct peer_link *l, uint64_t id)
+{
+	char key[RP_NAME_MAX + 8];
+
+	stats_totals.export_refused[STATS_FROM_PEER]++;
+	log_ratelimited(peer_key(l, key, sizeof(key)), LOG_WARNING,
+			"peer %s: operation on export id %llu refused: the peer was not given it "
+			"or may not use it any more",
+			l->peer->conf.name, (unsigned long long)id);
+	return -RP_EEXPORT_DENIED;
+}
+
 static int rx_export(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 {
 	struct peers *p = l->p;
@@ -660,6 +741,9 @@ static int rx_export(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 	if (!e || e->dead || !e->region)
 		return rx->export_id && rx->export_id <= p->core->next_peer_id ? -RP_EUNEXPORTED
 									       : -RP_EBADHANDLE;
+	/* Ids are small numbers: only a peer that was given this one may use it. */
+	if (!export_looked_up_by(e, l->peer->conf.name))
+		return id_refused(l, rx->export_id);
 	if (!(e->access & (wr ? RP_ACCESS_REMOTE_WRITE : RP_ACCESS_REMOTE_READ)))
 		return -RP_EREMOTEACCESS;
 	if (!region_range_ok(e->region, rx->off, rx->len))

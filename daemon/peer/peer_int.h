@@ -172,6 +172,14 @@ void data_link_up(struct peer_link *l);
 void data_replay(struct peer *pr);
 /* Report the ops parked on @pr with @status (peer removed, shutdown). */
 void data_peer_drop(struct peer *pr, int status);
+/*
+ * After a reload: every configured peer that looked an export up but may no
+ * longer open it under the new config is forgotten as a looker (its ops on
+ * the export are refused from now on) and told to withdraw its handles
+ * (PP_REVOKE); one line per peer says so. Peers removed by the reload drain
+ * as before.
+ */
+void data_recheck(struct peers *p);
 /* Once a second: withdrawal and replay deadlines. */
 void data_tick(struct peers *p, uint64_t now);
 

@@ -721,6 +721,11 @@ static void on_tick(void *arg)
 static int conf_copy(struct peer_conf *dst, const struct peer_conf *src)
 {
 	*dst = *src;
+	/* Access is read from the running config (p->cfg): no copy to go stale. */
+	dst->export_uids = NULL;
+	dst->n_export_uids = 0;
+	dst->export_gids = NULL;
+	dst->n_export_gids = 0;
 	dst->name = strdup(src->name);
 	dst->host = strdup(src->host);
 	dst->key_file = src->key_file ? strdup(src->key_file) : NULL;
@@ -854,6 +859,7 @@ void peers_reload(struct peers *p, const struct config *cfg)
 			log_info("reload: peer %s added", cfg->peers[i].name);
 			peer_add(p, &cfg->peers[i]);
 		}
+	data_recheck(p);
 }
 
 static int open_listener(struct peers *p)

@@ -652,26 +652,38 @@ int vc_revoke(struct xconn *x, uint64_t export_id, const void *ack, size_t len)
 
 /* ---- Completions ---- */
 
-static int wc_op_status(enum ibv_wc_status s)
-{
-	switch (s) {
-	case IBV_WC_REM_ACCESS_ERR:
-		return -RP_EREMOTEACCESS;
-	case IBV_WC_LOC_PROT_ERR:
-	case IBV_WC_LOC_ACCESS_ERR:
-	case IBV_WC_LOC_LEN_ERR:
-		return -EFAULT;
-	default:
-		return 0; /* in doubt: left to the peer layer (-RP_EOUTCOME) */
-	}
-}
-
 /* Errors the responder detected and refused: it executed nothing after them. */
 static bool wc_remote_refusal(enum ibv_wc_status s)
 {
 	return s == IBV_WC_REM_ACCESS_ERR || s == IBV_WC_REM_INV_REQ_ERR || s == IBV_WC_REM_OP_ERR;
 }
 
+/*
+ * Retire send slot @s; @mine: @wc is its own completion (else an earlier
+ * slot, implied successful by @wc: the send queue completes in order).
+ *
+ * What an error completion means for the op whose WR it was (the codes
+ * librdmaproxy(3) documents under "Peer link failures"). Any error puts the
+ * QP in the error state, so on_send_wc() also fails the connection with it
+ * as the reason (the log's "link lost" line, rdmaproxyctl peers' last
+ * failure):
+ *  - IBV_WC_WR_FLUSH_ERR: the QP failed before this WR completed. If the
+ *    far side had refused an earlier request, it executed nothing after it:
+ *    an op of which nothing completed is sent again on the next link
+ *    (PEER_OP_FLUSHED). Otherwise the WR may have executed.
+ *  - IBV_WC_REM_ACCESS_ERR on a WRITE or READ of which nothing completed:
+ *    it was checked here against the export's bounds and access, so the
+ *    far side's MR is gone (PEER_OP_REFUSED: -RP_EUNEXPORTED, or
+ *    -RP_EPEERDOWN once the peer is back with a new incarnation).
+ *  - Everything else, above all IBV_WC_RETRY_EXC_ERR (the far side stopped
+ *    acknowledging: the path or the peer is dead; rxe never gives up with
+ *    retry_count 7), IBV_WC_RNR_RETRY_EXC_ERR (not with rnr_retry 7), the
+ *    far side's refusal of a request as invalid, a local protection or
+ *    length error, a fatal or general error: the WR may or may not have
+ *    executed, and part of the op may have. The op stays with the peer
+ *    layer, which reports it -RP_EOUTCOME (posted) when the link has failed.
+ * An error completion never reports an op OK (VPX_SOME_FAILED).
+ */
 static void retire(struct vconn *c, struct vp_sslot *s, const struct ibv_wc *wc, bool mine)
 {
 	struct peer_op *op = s->op;
@@ -685,32 +697,34 @@ static void retire(struct vconn *c, struct vp_sslot *s, const struct ibv_wc *wc,
 		return;
 	x = vpx(op);
 	x->wrs--;
-	if (mine && wc->status != IBV_WC_SUCCESS)
-		x->flags |= VPX_SOME_FAILED;
 	if (!mine || wc->status == IBV_WC_SUCCESS) {
 		x->flags |= VPX_SOME_DONE;
-	} else if (wc->status == IBV_WC_WR_FLUSH_ERR) {
-		/*
-		 * Queued behind a refused WR: the far side executed none of it, so
-		 * the peer layer sends it again on the next link.
-		 */
-		if (c->remote_err && !(x->flags & VPX_SOME_DONE) && !x->status && !x->wrs &&
+	} else {
+		x->flags |= VPX_SOME_FAILED;
+		if (wc->status == IBV_WC_WR_FLUSH_ERR && c->remote_err &&
+		    !(x->flags & VPX_SOME_DONE) && !x->status && !x->wrs &&
 		    op->fate != PEER_OP_REFUSED)
 			op->fate = PEER_OP_FLUSHED;
-	} else if (wc->status == IBV_WC_REM_ACCESS_ERR && op->kind != PEER_OP_SEND &&
-		   !(x->flags & VPX_SOME_DONE) && !x->status) {
-		/*
-		 * The far device refused a WRITE or READ that was checked here
-		 * against the export's bounds and access, on an MR with exactly
-		 * that access: the MR is gone. Either the export was withdrawn or
-		 * the peer daemon is dying; the peer layer tells which once the
-		 * peer is back.
-		 */
-		op->fate = PEER_OP_REFUSED;
-	} else if (!x->status) {
-		x->status = wc_op_status(wc->status);
+		else if (wc->status == IBV_WC_REM_ACCESS_ERR && op->kind != PEER_OP_SEND &&
+			 !(x->flags & VPX_SOME_DONE) && !x->status)
+			op->fate = PEER_OP_REFUSED;
 	}
 	op_check(c, op);
+}
+
+/* What the WR of @s was, for the log (an error completion's opcode is undefined). */
+static const char *wr_what(const struct vp_sslot *s)
+{
+	if (!s->op)
+		return "a message of the transport";
+	switch (s->op->kind) {
+	case PEER_OP_WRITE:
+		return "RDMA WRITE";
+	case PEER_OP_READ:
+		return "RDMA READ";
+	default:
+		return "SEND of a client's message";
+	}
 }
 
 static void on_send_wc(struct rdev_wr *w, const struct ibv_wc *wc)
@@ -723,10 +737,7 @@ static void on_send_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 	if (wc_remote_refusal(wc->status))
 		c->remote_err = true;
 	if (wc->status != IBV_WC_SUCCESS && c->state < VC_FAILING)
-		vc_fail(c, -EIO, "%s on the QP (%s)", ibv_wc_status_str(wc->status),
-			wc->opcode == IBV_WC_RDMA_READ	  ? "RDMA READ"
-			: wc->opcode == IBV_WC_RDMA_WRITE ? "RDMA WRITE"
-							  : "work request");
+		vc_fail(c, -EIO, "%s on the QP (%s)", ibv_wc_status_str(wc->status), wr_what(s));
 	/* In order: everything before @s completed successfully. */
 	do {
 		t = &c->ss[c->s_tail % c->sq];

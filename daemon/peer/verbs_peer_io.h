@@ -304,6 +304,7 @@ struct vtransport {
 	struct vconn *conns;
 	uint32_t cq_budget, cq_used;
 	uint32_t sq_depth, rq_depth;
+	uint8_t ack_timeout, retry_count; /* [verbs]: set on every QP of ours at RTS */
 	uint64_t incarnation;
 	uint8_t port;
 	int resp_res, init_depth; /* RDMA READs in flight, both directions */

@@ -19,7 +19,7 @@ UTIL="$D/base/log.c $D/base/util.c $D/base/memguard.c $D/base/config.c $D/base/s
 	$src/libclient/error.c"
 RDMA="$D/rdma/rdma_dev.c $D/rdma/verbs_local.c"
 C=$D/core
-CORE="$C/core.c $C/rings.c $C/region.c $C/exports.c $C/op.c $C/endpoint.c $C/xfer.c $C/session.c"
+CORE="$C/core.c $C/rings.c $C/region.c $C/access.c $C/exports.c $C/op.c $C/endpoint.c $C/xfer.c $C/session.c"
 CORE_LIBS=$(pkg-config --cflags --libs inih libsystemd libibverbs librdmacm)
 P=$D/peer
 PEERS="$P/peer_proto.c $P/peer_hs.c $P/peer_gate.c $P/peer_link.c $P/peer_data.c $P/peers.c

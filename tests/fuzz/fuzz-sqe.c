@@ -120,10 +120,12 @@ static void far_handle(struct th_session *a)
 	check(((const struct rp_remote_reply *)th_reply_body(a))->id == FS_H_FAR);
 }
 
-static void export_once(struct th_session *ts, uint32_t access, const char *name)
+/* Exports are private to their owner: each names the other side's uid. */
+static void export_once(struct th_session *ts, uint32_t access, const char *name,
+			const struct th_session *other)
 {
 	if (!export_find(t.core, name))
-		check(th_export(ts, FS_REGION_BIG, access, name) == 0);
+		check(th_export_for(ts, FS_REGION_BIG, access, name, other->s.cred.uid) == 0);
 }
 
 /*
@@ -151,9 +153,9 @@ static void make(void)
 	}
 	a = sides[0].ts;
 	b = sides[1].ts;
-	export_once(b, rw, "b.rw");
-	export_once(b, RP_ACCESS_REMOTE_READ, "b.ro");
-	export_once(a, rw, "a.self");
+	export_once(b, rw, "b.rw", a);
+	export_once(b, RP_ACCESS_REMOTE_READ, "b.ro", a);
+	export_once(a, rw, "a.self", b);
 	local_handle(a, FS_H_RW, "b.rw");
 	local_handle(a, FS_H_RO, "b.ro");
 	far_handle(a);

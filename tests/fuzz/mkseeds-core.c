@@ -220,8 +220,55 @@ static void ctl_seeds(void)
 	save("ctl", "before-hello");
 
 	put8(&sb, 0);
-	hello_v(2, 3);
+	hello_v(RP_PROTO_VERSION_MAX + 1, RP_PROTO_VERSION_MAX + 2);
 	save("ctl", "version-refused");
+
+	put8(&sb, 0);
+	hello();
+	region(FC_FD_MEMFD, 4096);
+	{
+		struct rp_export_acl_req req;
+
+		memset(&req, 0, sizeof(req));
+		req.x.region = 1;
+		req.x.access = RP_ACCESS_REMOTE_READ;
+		strcpy(req.x.name, "acl");
+		req.flags = RP_EXPORT_ANY_USER;
+		req.n_uids = 2;
+		req.uids[0] = 1001;
+		req.uids[1] = 0;
+		req.n_gids = 1;
+		req.gids[0] = 1002;
+		req.n_peers = 1;
+		strcpy(req.peers[0], "nodeB");
+		pkt(0, RP_MSG_EXPORT_ACL, &req, sizeof(req));
+		name_req(RP_MSG_REMOTE_OPEN, "", "acl");
+		strcpy(req.x.name, "acl2");
+		strcpy(req.peers[0], "nodeZ"); /* not a configured peer */
+		pkt(0, RP_MSG_EXPORT_ACL, &req, sizeof(req));
+		strcpy(req.peers[0], "nodeB");
+		req.uids[5] = 7; /* past n_uids: refused */
+		pkt(0, RP_MSG_EXPORT_ACL, &req, sizeof(req));
+		req.uids[5] = 0;
+		req.pad[1] = 1; /* padding: a protocol violation */
+		pkt(0, RP_MSG_EXPORT_ACL, &req, sizeof(req));
+	}
+	save("ctl", "export-acl");
+
+	put8(&sb, 0);
+	hello_v(1, 1);
+	region(FC_FD_MEMFD, 4096);
+	export_req(RP_MSG_EXPORT, 1, RP_ACCESS_REMOTE_READ, "v1");
+	{
+		struct rp_export_acl_req req;
+
+		memset(&req, 0, sizeof(req));
+		req.x.region = 1;
+		req.x.access = RP_ACCESS_REMOTE_READ;
+		strcpy(req.x.name, "v1acl"); /* not in version 1: a protocol violation */
+		pkt(0, RP_MSG_EXPORT_ACL, &req, sizeof(req));
+	}
+	save("ctl", "export-acl-v1");
 
 	put8(&sb, 3); /* uid 1003: not an allowed user */
 	hello();

@@ -42,3 +42,7 @@ tests_unit_test_log_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
 tests_unit_test_log_LDADD = $(SYSTEMD_LIBS)
 TESTS += tests/integration/test-peer-flood.sh
 EXTRA_DIST += tests/integration/test-peer-flood.sh
+
+# Per-export access control (issue 12): a second local user and a second peer.
+TESTS += tests/integration/test-export-acl.sh
+EXTRA_DIST += tests/integration/test-export-acl.sh

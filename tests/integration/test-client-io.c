@@ -512,6 +512,39 @@ static void api_errors(struct rp_client *a, struct rp_client *b)
 	check(rp_region_export(rro, "api-ro", RP_ACCESS_REMOTE_READ) == 0, "read-only export");
 	check(rp_region_export(rro, "bad name", RP_ACCESS_REMOTE_READ) == -EINVAL,
 	      "a name with a space is refused");
+	{
+		/* Access lists the library or the daemon refuse; none exports anything. */
+		static const uid_t uids[RP_EXPORT_ACL_MAX + 1];
+		const char *peers[] = { "elsewhere" }, *bad[] = { "a b" }, *none[] = { NULL };
+		struct rp_export_acl acl = { .comp_mask = 1 };
+		unsigned rd = RP_ACCESS_REMOTE_READ;
+
+		check(rp_region_export_acl(rro, "api-acl", rd, &acl) == -EOPNOTSUPP,
+		      "an access list with unknown comp_mask bits gives -EOPNOTSUPP");
+		acl = (struct rp_export_acl){ .flags = 4 };
+		check(rp_region_export_acl(rro, "api-acl", rd, &acl) == -EINVAL,
+		      "unknown access-list flags give -EINVAL");
+		acl = (struct rp_export_acl){ .uids = uids, .n_uids = RP_EXPORT_ACL_MAX + 1 };
+		check(rp_region_export_acl(rro, "api-acl", rd, &acl) == -EINVAL,
+		      "more than RP_EXPORT_ACL_MAX users give -EINVAL");
+		acl = (struct rp_export_acl){ .n_gids = 1 };
+		check(rp_region_export_acl(rro, "api-acl", rd, &acl) == -EINVAL,
+		      "a count without its list gives -EINVAL");
+		acl = (struct rp_export_acl){ .peers = bad, .n_peers = 1 };
+		check(rp_region_export_acl(rro, "api-acl", rd, &acl) == -EINVAL,
+		      "an invalid peer name gives -EINVAL");
+		acl.peers = none;
+		check(rp_region_export_acl(rro, "api-acl", rd, &acl) == -EINVAL,
+		      "a NULL peer name gives -EINVAL");
+		acl.peers = peers;
+		check(rp_region_export_acl(rro, "api-acl", rd, &acl) == -RP_EPEERUNKNOWN,
+		      "a peer that is not configured gives RP_EPEERUNKNOWN");
+		check(rp_remote_open(a, NULL, "api-acl", &rm) == -RP_ENOEXPORT,
+		      "and none of them exported anything");
+		check(rp_region_export_acl(rro, "api-acl", rd, NULL) == 0 &&
+			      rp_region_unexport(rro, "api-acl") == 0,
+		      "a NULL access list is a plain export");
+	}
 	check(rp_remote_open(a, NULL, "api-nope", &rm) == -RP_ENOEXPORT,
 	      "opening a missing export gives RP_ENOEXPORT");
 	check(rp_remote_open(a, "elsewhere", "api-x", &rm) == -RP_EPEERUNKNOWN,

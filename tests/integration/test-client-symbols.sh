@@ -1,6 +1,7 @@
 #!/bin/bash
-# librdmaproxy exports exactly the symbols of its version script, under
-# RDMAPROXY_1, from librdmaproxy.so.1; the header stands alone in C and C++.
+# librdmaproxy exports exactly the symbols of its version script, each under
+# the version node that lists it (RDMAPROXY_1, RDMAPROXY_1.1 for what came
+# later), from librdmaproxy.so.1; the header stands alone in C and C++.
 . "$(dirname "$0")/lib.sh"
 
 SO="$top_builddir/libclient/.libs/librdmaproxy.so.1"
@@ -16,8 +17,15 @@ sed -n 's/^[[:space:]]*\(rp_[a-z_0-9]*\);.*/\1/p' "$MAP" | sort >"$T_DIR/listed"
 diff "$T_DIR/listed" "$T_DIR/exported" >"$T_DIR/diff"
 ok $? "exported symbols equal the version script ($(wc -l <"$T_DIR/listed") symbols)"
 diag "$T_DIR/diff"
-! nm -D --defined-only "$SO" | grep -v ' A RDMAPROXY_1$' | grep -qv '@@RDMAPROXY_1$'
-ok $? "every exported symbol carries the RDMAPROXY_1 version"
+# "symbol@@NODE" for each symbol listed in the script, and as the library has them.
+awk '/^RDMAPROXY_[0-9.]* *\{/ { node = $1 } \
+	/^[[:space:]]*rp_[a-z_0-9]*;/ { sub(/;.*/, "", $1); print $1 "@@" node }' "$MAP" |
+	sort >"$T_DIR/want-versions"
+nm -D --defined-only "$SO" | awk '$2 ~ /^[TDBRVW]$/ { print $3 }' | sort >"$T_DIR/versions"
+diff "$T_DIR/want-versions" "$T_DIR/versions" >"$T_DIR/vdiff" &&
+	grep -q '^rp_region_export_acl@@RDMAPROXY_1.1$' "$T_DIR/versions"
+ok $? "every exported symbol carries the version of its node (RDMAPROXY_1, RDMAPROXY_1.1)"
+diag "$T_DIR/vdiff"
 for f in $(cat "$T_DIR/listed"); do
 	grep -q "RP_EXPORT [^;]*\b$f(" "$top_srcdir/include/rdmaproxy.h" || echo "$f"
 done >"$T_DIR/undocumented"

@@ -95,11 +95,11 @@ ok $? "clients --json: 62 sessions; regions, bytes, operations, errors, exports"
 
 "$CTL" regions >"$T_DIR/regions.txt"
 [ $? -eq 0 ] && fits100 "$T_DIR/regions.txt" &&
-	grep -q 'ctl-alias-0  *read$' "$T_DIR/regions.txt" &&
-	grep -q 'ctl-alias-1  *write$' "$T_DIR/regions.txt" &&
-	grep -q 'ctl-exp-0  *read,write$' "$T_DIR/regions.txt" &&
+	grep -q 'ctl-alias-0  *read  *owner$' "$T_DIR/regions.txt" &&
+	grep -q 'ctl-alias-1  *write  *owner$' "$T_DIR/regions.txt" &&
+	grep -q 'ctl-exp-0  *read,write  *owner$' "$T_DIR/regions.txt" &&
 	[ "$(grep -c '64.0 KiB' "$T_DIR/regions.txt")" -eq 40 ]
-ok $? "regions: owner, size, export names and access in 100 columns"
+ok $? "regions: owner, size, export names, access and who may open them in 100 columns"
 "$CTL" --json regions >"$T_DIR/regions.json"
 json_ok <"$T_DIR/regions.json" && jget '(.regions | length) == 40 and
 	([.regions[] | .exports | length] | add) == 22 and

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Client side of the multi-daemon tests (test-peers.sh). Talks to the daemon
- * at $RDMAPROXY_SOCKET. Modes:
- *   export NAME SIZE NRECV     export a SIZE region as NAME (read+write), bind
- *                              endpoint NAME with NRECV receives of SIZE; print
- *                              "ready", then one line per NOTIFY/RECV with the
- *                              FNV-1a sum of what landed, until stdin closes.
+ * Client side of the multi-daemon tests (test-peers.sh, test-export-acl.sh).
+ * Talks to the daemon at $RDMAPROXY_SOCKET. Modes:
+ *   export NAME SIZE NRECV [ACL]  export a SIZE region as NAME (read+write),
+ *                              bind endpoint NAME with NRECV receives of SIZE;
+ *                              print "ready", then one line per NOTIFY/RECV with
+ *                              the FNV-1a sum of what landed, until stdin closes.
+ *                              ACL says who may open it besides the exporting
+ *                              user and root: comma-separated "private" (nobody
+ *                              more: rp_region_export()), "any-user", "any-peer",
+ *                              "user:UID", "group:GID", "peer:NAME". Without ACL,
+ *                              every peer may (these tests are about transfers;
+ *                              test-export-acl.sh is about access).
  *   xfer PEER NAME SIZE SEED   write SIZE bytes (RP_NOTIFY, imm SEED) into
  *                              PEER's export NAME, read them back, send them to
  *                              endpoint NAME; print the sums; 0 if all ok.
@@ -20,7 +26,8 @@
  *   notify-burst PEER NAME COUNT DEPTH  COUNT notifying 64-byte writes (imm 0..COUNT-1,
  *                              each to offset 64 * (i % 64)) with DEPTH in flight;
  *                              print "burst ok=N other=M"; 0 if all were ok.
- *   count-notify NAME SIZE     export a SIZE region as NAME; print "ready"; count
+ *   count-notify NAME SIZE     export a SIZE region as NAME (every peer may open
+ *                              it); print "ready"; count
  *                              the notifications (by imm) until stdin closes, then
  *                              print "notified=N distinct=M".
  *   load PEER NAME NPROC SECONDS SIZE DEPTH  NPROC clients at once, each keeping
@@ -31,6 +38,7 @@
  *                              exactly once and every byte read back right. Prints
  *                              one "load ..." line per client; 0 if all were clean.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -122,7 +130,53 @@ static int wait_op(struct rp_client *c, uint32_t op, uint64_t cookie, int timeou
 	return comp.status;
 }
 
-static int do_export(const char *name, size_t size, int nrecv)
+/* An export ACL spec (see the top), parsed into @acl; -1 if it is malformed. */
+struct acl_spec {
+	struct rp_export_acl acl;
+	uid_t uids[RP_EXPORT_ACL_MAX + 1];
+	gid_t gids[RP_EXPORT_ACL_MAX + 1];
+	const char *peers[RP_EXPORT_ACL_MAX + 1];
+	char buf[1024];
+};
+
+static int acl_parse(const char *spec, struct acl_spec *a)
+{
+	char *tok, *save;
+
+	memset(a, 0, sizeof(*a));
+	a->acl.uids = a->uids;
+	a->acl.gids = a->gids;
+	a->acl.peers = a->peers;
+	snprintf(a->buf, sizeof(a->buf), "%s", spec);
+	for (tok = strtok_r(a->buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "private"))
+			continue;
+		else if (!strcmp(tok, "any-user"))
+			a->acl.flags |= RP_EXPORT_ANY_USER;
+		else if (!strcmp(tok, "any-peer"))
+			a->acl.flags |= RP_EXPORT_ANY_PEER;
+		else if (!strncmp(tok, "user:", 5) && a->acl.n_uids <= RP_EXPORT_ACL_MAX)
+			a->uids[a->acl.n_uids++] = (uid_t)atol(tok + 5);
+		else if (!strncmp(tok, "group:", 6) && a->acl.n_gids <= RP_EXPORT_ACL_MAX)
+			a->gids[a->acl.n_gids++] = (gid_t)atol(tok + 6);
+		else if (!strncmp(tok, "peer:", 5) && a->acl.n_peers <= RP_EXPORT_ACL_MAX)
+			a->peers[a->acl.n_peers++] = tok + 5;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+static int export_as(struct rp_region *r, const char *name, unsigned access, const char *spec)
+{
+	struct acl_spec a;
+
+	if (acl_parse(spec, &a) < 0)
+		return -EINVAL;
+	return rp_region_export_acl(r, name, access, &a.acl);
+}
+
+static int do_export(const char *name, size_t size, int nrecv, const char *spec)
 {
 	struct rp_client *c = conn();
 	struct rp_region *r, *m;
@@ -132,7 +186,7 @@ static int do_export(const char *name, size_t size, int nrecv)
 
 	if ((e = rp_region_alloc(c, pages(size), 0, &r)) < 0 ||
 	    (e = rp_region_alloc(c, pages(size) * (size_t)(nrecv ? nrecv : 1), 0, &m)) < 0 ||
-	    (e = rp_region_export(r, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE)) < 0 ||
+	    (e = export_as(r, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE, spec)) < 0 ||
 	    (e = rp_endpoint_bind(c, name, &ep)) < 0) {
 		fprintf(stderr, "export: %s\n", rp_strerror(e));
 		return 2;
@@ -411,7 +465,8 @@ static int do_count_notify(const char *name, size_t size)
 	int e, n, i;
 
 	if (!seen || (e = rp_region_alloc(c, pages(size), 0, &r)) < 0 ||
-	    (e = rp_region_export(r, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE)) < 0) {
+	    (e = export_as(r, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE, "any-peer")) <
+		    0) {
 		fprintf(stderr, "count-notify: %s\n", seen ? rp_strerror(e) : "no memory");
 		return 2;
 	}
@@ -569,8 +624,9 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (!strcmp(mode, "export") && argc == 5)
-		return do_export(argv[2], parse_size(argv[3]), atoi(argv[4]));
+	if (!strcmp(mode, "export") && (argc == 5 || argc == 6))
+		return do_export(argv[2], parse_size(argv[3]), atoi(argv[4]),
+				 argc == 6 ? argv[5] : "any-peer");
 	if (!strcmp(mode, "xfer") && argc == 6)
 		return do_xfer(argv[2], argv[3], parse_size(argv[4]), (uint32_t)atoi(argv[5]));
 	if (!strcmp(mode, "stress") && (argc == 7 || argc == 8))

@@ -22,6 +22,11 @@
  *   auth PORT SRC NAME PEER KEYFILE
  *       authenticate as NAME to PEER from SRC with the key in KEYFILE; print
  *       "authenticated" (exit 0) or why not (exit 1).
+ *   guess PORT NAME PEER KEYFILE EXPORT MAXID
+ *       authenticate to PEER as NAME, LOOKUP EXPORT and print "lookup
+ *       status=S", then READ one byte of every export id 1..MAXID (with the
+ *       incarnation PEER gave in the handshake), as a peer that guesses ids
+ *       it was never given would, and print "read id=I status=S" for each.
  *   idle PORT SRC COUNT SECONDS
  *       keep COUNT connections from SRC open for SECONDS, never sending a
  *       byte; whichever the daemon closes is opened again (at most every
@@ -329,6 +334,8 @@ static void read_key(const char *path, struct peer_conf *c)
 	c->key_len = n;
 }
 
+static uint64_t peer_inc; /* the other daemon's incarnation, from the last handshake */
+
 static int try_handshake(int fd, const char *name, const char *peer, const char *keyfile)
 {
 	_Alignas(8) char in[PP_FIXED_MAX], out[PP_FIXED_MAX];
@@ -355,6 +362,7 @@ static int try_handshake(int fd, const char *name, const char *peer, const char 
 		printf("handshake: %s\n", hs.why);
 		return -1;
 	}
+	peer_inc = hs.peer_inc;
 	return 0;
 }
 
@@ -467,6 +475,55 @@ static int mode_flood(char **av)
 	return 1;
 }
 
+/* The next message of @type, skipping the daemon's PINGs; a payload is read and dropped. */
+static void recv_type(int fd, uint16_t type, void *buf)
+{
+	for (;;) {
+		struct pp_hdr *h = buf;
+		uint64_t skip;
+
+		recv_msg(fd, buf);
+		skip = h->type == PP_READ_R ? ((struct pp_read_r *)buf)->len : 0;
+		while (skip) {
+			char junk[4096];
+			size_t n = skip < sizeof(junk) ? skip : sizeof(junk);
+
+			recv_all(fd, junk, n);
+			skip -= n;
+		}
+		if (h->type == type)
+			return;
+	}
+}
+
+static int mode_guess(char **av)
+{
+	_Alignas(8) char in[PP_FIXED_MAX];
+	int fd = dial(atoi(av[0])), maxid = atoi(av[5]), id;
+	struct pp_lookup lk;
+	struct pp_read rd;
+
+	handshake(fd, av[1], av[2], av[3]);
+	memset(&lk, 0, sizeof(lk));
+	pp_hdr_init(&lk.h, PP_LOOKUP, 1);
+	snprintf(lk.name, sizeof(lk.name), "%s", av[4]);
+	send_all(fd, &lk, sizeof(lk));
+	recv_type(fd, PP_LOOKUP_R, in);
+	printf("lookup status=%d\n", ((struct pp_lookup_r *)in)->status);
+	for (id = 1; id <= maxid; id++) {
+		memset(&rd, 0, sizeof(rd));
+		pp_hdr_init(&rd.h, PP_READ, 100 + (uint64_t)id);
+		rd.export_id = (uint64_t)id;
+		rd.export_inc = peer_inc;
+		rd.len = 1;
+		send_all(fd, &rd, sizeof(rd));
+		recv_type(fd, PP_READ_R, in);
+		printf("read id=%d status=%d\n", id, ((struct pp_read_r *)in)->status);
+	}
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (sodium_init() < 0)
@@ -479,6 +536,8 @@ int main(int argc, char **argv)
 		return mode_badauth(argv + 2);
 	if (argc == 7 && !strcmp(argv[1], "auth"))
 		return mode_auth(argv + 2);
+	if (argc == 8 && !strcmp(argv[1], "guess"))
+		return mode_guess(argv + 2);
 	if (argc == 6 && !strcmp(argv[1], "idle"))
 		return mode_idle(atoi(argv[2]), argv[3], atoi(argv[4]), atoi(argv[5]));
 	fprintf(stderr,
@@ -486,7 +545,8 @@ int main(int argc, char **argv)
 		"       %s flood PORT NAME PEER KEYFILE EXPORT COUNT SECONDS\n"
 		"       %s badauth PORT SRC NAME COUNT PROCS\n"
 		"       %s auth PORT SRC NAME PEER KEYFILE\n"
+		"       %s guess PORT NAME PEER KEYFILE EXPORT MAXID\n"
 		"       %s idle PORT SRC COUNT SECONDS\n",
-		argv[0], argv[0], argv[0], argv[0], argv[0]);
+		argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
 	return 2;
 }

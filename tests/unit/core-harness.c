@@ -265,6 +265,16 @@ struct th_session *th_session_new(struct th *t, uid_t uid, gid_t gid)
 	return ts;
 }
 
+struct th_session *th_session_new_groups(struct th *t, uid_t uid, gid_t gid, const gid_t *groups,
+					 size_t n)
+{
+	struct th_session *ts = th_session_new(t, uid, gid);
+
+	if (session_set_groups(&ts->s, groups, n) < 0)
+		abort();
+	return ts;
+}
+
 void th_session_close(struct th_session *ts)
 {
 	session_release(&ts->s);
@@ -448,6 +458,32 @@ static int export_request(struct th_session *ts, uint16_t type, uint32_t region,
 int th_export(struct th_session *ts, uint32_t region, uint32_t access, const char *name)
 {
 	return export_request(ts, RP_MSG_EXPORT, region, access, name);
+}
+
+int th_export_acl(struct th_session *ts, uint32_t region, uint32_t access, const char *name,
+		  const struct rp_export_acl_req *acl)
+{
+	struct rp_export_acl_req *req = malloc(sizeof(*req));
+	unsigned before = ts->n_replies;
+	int r;
+
+	if (!req)
+		abort();
+	*req = *acl;
+	req->x.region = region;
+	req->x.access = access;
+	put_name(req->x.name, name);
+	r = th_request(ts, RP_MSG_EXPORT_ACL, req, sizeof(*req), -1);
+	free(req);
+	return r < 0 ? r : reply_status(ts, before);
+}
+
+int th_export_for(struct th_session *ts, uint32_t region, uint32_t access, const char *name,
+		  uid_t uid)
+{
+	struct rp_export_acl_req acl = { .n_uids = 1, .uids = { uid } };
+
+	return th_export_acl(ts, region, access, name, &acl);
 }
 
 int th_unexport(struct th_session *ts, uint32_t region, const char *name)

@@ -111,6 +111,9 @@ unsigned th_jobs_run(struct th *t, unsigned n);
 
 /* A connection of a client with these credentials (no HELLO yet). */
 struct th_session *th_session_new(struct th *t, uid_t uid, gid_t gid);
+/* The same with supplementary groups, as SO_PEERGROUPS would give them. */
+struct th_session *th_session_new_groups(struct th *t, uid_t uid, gid_t gid, const gid_t *groups,
+					 size_t n);
 /* The glue's close: release everything, then detach (freed now or after its last op). */
 void th_session_close(struct th_session *ts);
 
@@ -138,6 +141,12 @@ int th_memfd(struct th_session *ts, size_t len, unsigned seals, void **ret_map);
 int th_region(struct th_session *ts, size_t len, uint32_t *ret_id, void **ret_map);
 int th_region_free(struct th_session *ts, uint32_t id);
 int th_export(struct th_session *ts, uint32_t region, uint32_t access, const char *name);
+/* EXPORT_ACL with the lists and flags of @acl (its x part is filled from the arguments). */
+int th_export_acl(struct th_session *ts, uint32_t region, uint32_t access, const char *name,
+		  const struct rp_export_acl_req *acl);
+/* An export that user @uid may open too (exports are private to their owner by default). */
+int th_export_for(struct th_session *ts, uint32_t region, uint32_t access, const char *name,
+		  uid_t uid);
 int th_unexport(struct th_session *ts, uint32_t region, const char *name);
 /* REMOTE_OPEN: the status (1 when no reply came yet: the peer layer answers later). */
 int th_remote_open(struct th_session *ts, const char *peer, const char *name, uint32_t *ret_id);

@@ -15,7 +15,7 @@ tests_unit_libcoretest_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS)
 	$(IBVERBS_CFLAGS) $(RDMACM_CFLAGS)
 
 RP_CORE_TESTS = tests/unit/test-session tests/unit/test-region tests/unit/test-exports \
-	tests/unit/test-xfer
+	tests/unit/test-xfer tests/unit/test-access
 check_PROGRAMS += $(RP_CORE_TESTS)
 TESTS += $(RP_CORE_TESTS)
 
@@ -27,6 +27,8 @@ tests_unit_test_exports_SOURCES = tests/unit/test-exports.c tests/unit/tap.h
 tests_unit_test_exports_LDADD = tests/unit/libcoretest.la $(RP_CORE_TEST_LIBS)
 tests_unit_test_xfer_SOURCES = tests/unit/test-xfer.c tests/unit/tap.h
 tests_unit_test_xfer_LDADD = tests/unit/libcoretest.la $(RP_CORE_TEST_LIBS)
+tests_unit_test_access_SOURCES = tests/unit/test-access.c tests/unit/tap.h
+tests_unit_test_access_LDADD = tests/unit/libcoretest.la $(RP_CORE_TEST_LIBS)
 
 # The fuzz targets of the core without libFuzzer: their corpora, replayed
 # (tests/fuzz/README.md says how to fuzz them). mkseeds-core wrote the

@@ -210,6 +210,8 @@ static void test_defaults(void)
 	tap_is_int(cfg->cq_depth, 4096, "default: cq_depth");
 	tap_is_int(cfg->sq_depth, 512, "default: send_queue_depth");
 	tap_is_int(cfg->rq_depth, 512, "default: recv_queue_depth");
+	tap_ok(cfg->ack_timeout == 16 && cfg->retry_count == 7,
+	       "default: ack_timeout, retry_count");
 	tap_is_int(cfg->max_registered_bytes, UINT64_C(4) << 30, "default: max_registered_bytes");
 	tap_is_int(cfg->max_regions, 1024, "default: max_regions");
 	tap_is_int(cfg->max_inflight, 4096, "default: max_inflight");
@@ -243,6 +245,8 @@ static void test_every_key(void)
 		      "cq_depth = 16\n"
 		      "send_queue_depth = 32768\n"
 		      "recv_queue_depth = 1\n"
+		      "ack_timeout = 31\n"
+		      "retry_count = 0\n"
 		      "[limits]\n"
 		      "max_registered_bytes = 64KiB\n"
 		      "max_regions = 4294967295\n"
@@ -276,6 +280,8 @@ static void test_every_key(void)
 	tap_ok(cfg->port_num == 2 && cfg->gid_index == 3, "port and gid_index");
 	tap_ok(cfg->cq_depth == 16 && cfg->sq_depth == 32768 && cfg->rq_depth == 1,
 	       "queue depths at their bounds");
+	tap_ok(cfg->ack_timeout == 31 && cfg->retry_count == 0,
+	       "ack_timeout and retry_count at their bounds");
 	tap_is_int(cfg->max_registered_bytes, 65536, "max_registered_bytes");
 	tap_ok(cfg->max_regions == UINT32_MAX && cfg->max_inflight == 1048576 &&
 		       cfg->max_connections == 1,
@@ -286,7 +292,7 @@ static void test_every_key(void)
 	if (!a || !b)
 		return;
 	tap_ok(!strcmp(a->host, "10.0.0.2") && a->port == RP_DEFAULT_PEER_PORT &&
-		       a->transport == RP_TRANSPORT_AUTO && a->line == 26,
+		       a->transport == RP_TRANSPORT_AUTO && a->line == 28,
 	       "peer a: default port and transport, header line");
 	tap_ok(a->key_len == 32 && !memcmp(a->key, KEY32, 32), "peer a: key, newline trimmed");
 	tap_ok(!strncmp(a->key_file, tmpdir, strlen(tmpdir)) && strstr(a->key_file, "/good.key"),
@@ -472,6 +478,12 @@ static void test_verbs_limits_values(void)
 	check_einval("[verbs]\nrecv_queue_depth = 0\n",
 		     "2: invalid value '0' for recv_queue_depth: use an integer from 1 to 32768",
 		     "recv_queue_depth 0");
+	check_einval("[verbs]\nack_timeout = 0\n",
+		     "2: invalid value '0' for ack_timeout: use an integer from 1 to 31",
+		     "ack_timeout 0 (would wait forever)");
+	check_einval("[verbs]\nretry_count = 8\n",
+		     "2: invalid value '8' for retry_count: use an integer from 0 to 7",
+		     "retry_count above range");
 	check_einval("[limits]\nmax_registered_bytes = 12Q\n",
 		     "2: invalid size '12Q' for max_registered_bytes: use a number with an "
 		     "optional K, M, G or T suffix",
@@ -597,6 +609,47 @@ static void test_peers(void)
 		config_free(cfg);
 	}
 	free(text);
+}
+
+/* [peer] exports, export_users, export_groups: who of a peer may open which exports. */
+static void test_peer_exports(void)
+{
+	const struct peer_conf *a, *b, *c;
+	struct config *cfg;
+
+	cfg = load_ok("[peer \"a\"]\naddress = h\nkey_file = good.key\n"
+		      "[peer \"b\"]\naddress = h\nkey_file = good.key\nexports = all\n"
+		      "[peer \"c\"]\naddress = h\nkey_file = good.key\nexports = named\n"
+		      "export_users = root, 4000\nexport_groups = 4100 4101\n",
+		      "peer exports keys");
+	a = cfg ? config_peer(cfg, "a") : NULL;
+	b = cfg ? config_peer(cfg, "b") : NULL;
+	c = cfg ? config_peer(cfg, "c") : NULL;
+	tap_ok(a && a->exports == PEER_EXPORTS_NAMED && !a->n_export_uids && !a->n_export_gids,
+	       "default: exports = named, no owners");
+	tap_ok(b && b->exports == PEER_EXPORTS_ALL, "exports = all");
+	tap_ok(c && c->exports == PEER_EXPORTS_NAMED && c->n_export_uids == 2 &&
+		       c->export_uids[0] == 0 && c->export_uids[1] == 4000 &&
+		       c->n_export_gids == 2 && c->export_gids[0] == 4100 &&
+		       c->export_gids[1] == 4101,
+	       "export_users by name and id, export_groups");
+	config_free(cfg);
+	check_einval("[peer \"a\"]\nexports = some\n",
+		     "2: invalid exports 'some': use named or all", "peer exports value");
+	check_einval("[peer \"a\"]\naddress = h\nkey_file = good.key\nexports = all\n"
+		     "export_users = 4000\n",
+		     "5: peer 'a': export_users and export_groups say nothing more when exports = "
+		     "all (line 4)",
+		     "exports = all with export_users");
+	check_einval("[peer \"a\"]\naddress = h\nkey_file = good.key\nexport_groups = 4100\n"
+		     "exports = all\n",
+		     "4: peer 'a': export_users and export_groups say nothing more when exports = "
+		     "all (line 5)",
+		     "export_groups with exports = all after it");
+	check_einval("[peer \"a\"]\nexport_users = no-such-user-rp\n",
+		     "2: unknown user 'no-such-user-rp' in export_users", "unknown export user");
+	check_einval("[peer \"a\"]\nexport_groups = ,\n", "2: export_groups names no group",
+		     "export_groups of separators only");
 }
 
 static void check_key_file(const char *file, int want_ret, const char *why, const char *desc)
@@ -777,6 +830,7 @@ int main(void)
 	test_peer_admission();
 	test_verbs_limits_values();
 	test_peers();
+	test_peer_exports();
 	test_key_files();
 	test_load_file();
 	test_small_err_buffer();

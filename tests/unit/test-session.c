@@ -36,6 +36,7 @@ static const struct {
 	{ RP_MSG_REGION_FREE, sizeof(struct rp_id), "REGION_FREE" },
 	{ RP_MSG_EXPORT, sizeof(struct rp_export_req), "EXPORT" },
 	{ RP_MSG_UNEXPORT, sizeof(struct rp_export_req), "UNEXPORT" },
+	{ RP_MSG_EXPORT_ACL, sizeof(struct rp_export_acl_req), "EXPORT_ACL" },
 	{ RP_MSG_REMOTE_OPEN, sizeof(struct rp_name_req), "REMOTE_OPEN" },
 	{ RP_MSG_REMOTE_CLOSE, sizeof(struct rp_id), "REMOTE_CLOSE" },
 	{ RP_MSG_EP_BIND, sizeof(struct rp_ep_req), "EP_BIND" },
@@ -103,7 +104,7 @@ static void test_validate(void)
 {
 	static const uint16_t unknown[] = {
 		0,	2,	0x00ff, 0x0100, 0x0103,
-		0x0203, 0x0404, 0x0800, 0x0808, RP_MSG_REPLY | RP_MSG_HELLO,
+		0x0204, 0x0404, 0x0800, 0x0808, RP_MSG_REPLY | RP_MSG_HELLO,
 		0xffff
 	};
 	const char *why;
@@ -156,7 +157,9 @@ static void test_hello_versions(void)
 {
 	struct th_session *ts = th_session_new(&t, 1000, 1000);
 	const struct rp_hello_reply *rep;
-	struct rp_hello req = { .magic = RP_PROTO_MAGIC, .version_min = 2, .version_max = 9 };
+	struct rp_hello req = { .magic = RP_PROTO_MAGIC,
+				.version_min = RP_PROTO_VERSION_MAX + 1,
+				.version_max = 9 };
 
 	tap_is_int(th_request(ts, RP_MSG_HELLO, &req, sizeof(req), -1), -ECONNABORTED,
 		   "a client that speaks only newer versions is refused");
@@ -180,6 +183,12 @@ static void test_hello_versions(void)
 	tap_is_int(rep->version, RP_PROTO_VERSION_MAX, "the highest version both speak");
 	tap_is_int(ts->s.version, RP_PROTO_VERSION_MAX, "the session runs it");
 	tap_is_int(th_hello(ts), -EPROTO, "a second HELLO is a protocol violation");
+	th_session_close(ts);
+
+	/* A client from before access lists: it still connects, and speaks version 1. */
+	ts = th_session_new(&t, 1000, 1000);
+	tap_is_int(th_hello_v(ts, 1, 1), 0, "a version 1 client is admitted");
+	tap_is_int(ts->s.version, 1, "its session runs version 1");
 	th_session_close(ts);
 }
 
@@ -422,8 +431,9 @@ static void test_remote_requests(struct th_session *ts, struct th_session *other
 	uint32_t r = 0, id = 0, id2 = 0;
 	unsigned before;
 
+	/* Another user's export: it must name ts's uid (test-access.c covers refusals). */
 	th_region(other, 8192, &r, NULL);
-	th_export(other, r, RP_ACCESS_REMOTE_READ, "shared");
+	th_export_for(other, r, RP_ACCESS_REMOTE_READ, "shared", ts->s.cred.uid);
 	tap_is_int(th_remote_open(ts, "", "shared", &id), 0, "REMOTE_OPEN of a local export");
 	rep = th_reply_body(ts);
 	tap_ok(id && rep->access == RP_ACCESS_REMOTE_READ && rep->len == 8192,

@@ -107,7 +107,7 @@ static int status_of(struct th_session *ts, struct rp_sqe q)
 	return c.status;
 }
 
-/* The fixture: A reads and writes B's exports; both have one region. */
+/* The fixture: A reads and writes B's exports (which name A's uid); both have one region. */
 static struct th_session *a, *b;
 static uint32_t ra, rb, h_rw, h_ro, h_wo;
 static unsigned char *pa, *pb;
@@ -118,9 +118,9 @@ static void setup(void)
 	b = th_session_new(&t, 1001, 1001);
 	if (th_hello(a) || th_hello(b) || th_region(a, RLEN, &ra, (void **)&pa) ||
 	    th_region(b, RLEN, &rb, (void **)&pb) ||
-	    th_export(b, rb, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE, "b.rw") ||
-	    th_export(b, rb, RP_ACCESS_REMOTE_READ, "b.ro") ||
-	    th_export(b, rb, RP_ACCESS_REMOTE_WRITE, "b.wo") ||
+	    th_export_for(b, rb, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE, "b.rw", 1000) ||
+	    th_export_for(b, rb, RP_ACCESS_REMOTE_READ, "b.ro", 1000) ||
+	    th_export_for(b, rb, RP_ACCESS_REMOTE_WRITE, "b.wo", 1000) ||
 	    th_remote_open(a, "", "b.rw", &h_rw) || th_remote_open(a, "", "b.ro", &h_ro) ||
 	    th_remote_open(a, "", "b.wo", &h_wo))
 		abort();

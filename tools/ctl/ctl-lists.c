@@ -105,13 +105,46 @@ static const char *access_str(uint32_t a)
 	}
 }
 
+/* RP_OPEN_* of a record; a daemon before access control let everybody open everything. */
+static uint32_t open_bits(const struct ctl *x, const struct rp_admin_region *r)
+{
+	if (x->conn.hello.version < RP_PROTO_VERSION_ACL)
+		return RP_OPEN_ANY_USER | RP_OPEN_PEERS | RP_OPEN_ALL_PEERS;
+	return r->open_to;
+}
+
+/* Who may open an export besides its owner and root: "owner" when nobody. */
+static const char *open_str(uint32_t o, char *buf, size_t len)
+{
+	const char *user = o & RP_OPEN_ANY_USER ? "anyone" : o & RP_OPEN_USERS ? "users" : NULL;
+	const char *peer = o & RP_OPEN_ALL_PEERS ? "all-peers" : o & RP_OPEN_PEERS ? "peers" : NULL;
+
+	snprintf(buf, len, "%s%s%s", user ? user : "", user && peer ? "," : "", peer ? peer : "");
+	return *buf ? buf : "owner";
+}
+
+static void open_json(struct ctl_json *j, uint32_t o)
+{
+	json_arr(j, "open_to");
+	if (o & RP_OPEN_USERS)
+		json_str(j, NULL, "users");
+	if (o & RP_OPEN_ANY_USER)
+		json_str(j, NULL, "anyone");
+	if (o & RP_OPEN_PEERS)
+		json_str(j, NULL, "peers");
+	if (o & RP_OPEN_ALL_PEERS)
+		json_str(j, NULL, "all-peers");
+	json_close(j, ']');
+}
+
 static bool same_region(const struct rp_admin_region *a, const struct rp_admin_region *b)
 {
 	return a->client == b->client && a->id == b->id;
 }
 
 /* One JSON object per region, its export records folded into "exports". */
-static size_t region_json(struct ctl_json *j, const struct rp_admin_region *v, size_t n)
+static size_t region_json(const struct ctl *x, struct ctl_json *j, const struct rp_admin_region *v,
+			  size_t n)
 {
 	char comm[sizeof(v->comm) + 1], name[RP_NAME_MAX + 1];
 	size_t k;
@@ -132,6 +165,7 @@ static size_t region_json(struct ctl_json *j, const struct rp_admin_region *v, s
 		json_str(j, "name", S(v[k].export_name, name));
 		json_bool(j, "remote_read", v[k].access & RP_ACCESS_REMOTE_READ);
 		json_bool(j, "remote_write", v[k].access & RP_ACCESS_REMOTE_WRITE);
+		open_json(j, open_bits(x, &v[k]));
 		json_close(j, '}');
 	}
 	json_close(j, ']');
@@ -139,12 +173,16 @@ static size_t region_json(struct ctl_json *j, const struct rp_admin_region *v, s
 	return k ? k : 1;
 }
 
-static void region_row(struct ctl_table *t, const struct rp_admin_region *r, bool repeat)
+static void region_row(const struct ctl *x, struct ctl_table *t, const struct rp_admin_region *r,
+		       bool repeat)
 {
 	char cl[16], pid[16], comm[sizeof(r->comm) + 1], id[16], size[24], busy[16];
-	char name[RP_NAME_MAX + 1];
-	const char *cells[] = { cl, pid, comm, id, size, busy, name, access_str(r->access) };
+	char name[RP_NAME_MAX + 1], open[32];
+	const char *cells[] = { cl, pid, comm, id, size, busy, name, access_str(r->access), "" };
 	int c;
+
+	if (r->n_exports)
+		cells[8] = open_str(open_bits(x, r), open, sizeof(open));
 
 	snprintf(cl, sizeof(cl), "%" PRIu32, r->client);
 	snprintf(pid, sizeof(pid), "%" PRId32, r->pid);
@@ -164,8 +202,8 @@ static void region_row(struct ctl_table *t, const struct rp_admin_region *r, boo
 
 int ctl_cmd_regions(struct ctl *x)
 {
-	static const char *const spec[] = { ">CLIENT", ">PID",	"~COMMAND", ">REGION",
-					    ">SIZE",   ">BUSY", "~EXPORT",  "ACCESS" };
+	static const char *const spec[] = { ">CLIENT", ">PID",	  "~COMMAND", ">REGION", ">SIZE",
+					    ">BUSY",   "~EXPORT", "ACCESS",   "OPEN-TO" };
 	struct rp_admin_region *v;
 	struct ctl_table t;
 	struct ctl_json j;
@@ -180,14 +218,14 @@ int ctl_cmd_regions(struct ctl *x)
 		json_obj(&j, NULL);
 		json_arr(&j, "regions");
 		for (i = 0; i < n;)
-			i += region_json(&j, &v[i], n - i);
+			i += region_json(x, &j, &v[i], n - i);
 		json_close(&j, ']');
 		json_close(&j, '}');
 		json_end(&j);
 	} else {
-		ctl_table_init(&t, 8, spec);
+		ctl_table_init(&t, 9, spec);
 		for (i = 0; i < n; i++)
-			region_row(&t, &v[i], i && same_region(&v[i - 1], &v[i]));
+			region_row(x, &t, &v[i], i && same_region(&v[i - 1], &v[i]));
 		ctl_table_print(&t, stdout);
 	}
 	free(v);

@@ -514,12 +514,12 @@ static int alloc_regions(struct perf_client *pc)
 		if (pc->op == PERF_SEND)
 			r = rp_endpoint_bind(pc->c, pc->c_name, &pc->ep);
 		else
-			r = rp_region_export(pc->land, pc->c_name, RP_ACCESS_REMOTE_WRITE);
+			r = perf_export(pc->land, pc->c_name, RP_ACCESS_REMOTE_WRITE, pc->peer);
 		return r < 0 ? fail(r, "export/bind") : 0;
 	}
 	if (pc->op == PERF_SEND) {
 		if ((r = rp_region_alloc(pc->c, 4096, 0, &pc->credit)) < 0 ||
-		    (r = rp_region_export(pc->credit, pc->c_name, RP_ACCESS_REMOTE_WRITE)) < 0)
+		    (r = perf_export(pc->credit, pc->c_name, RP_ACCESS_REMOTE_WRITE, pc->peer)) < 0)
 			return fail(r, "credit region");
 		pc->slot_hash = calloc(pc->nslots, sizeof(uint64_t));
 		for (i = 0; pc->slot_hash && pc->o->verify && i < pc->nslots; i++)

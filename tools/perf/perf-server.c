@@ -239,7 +239,7 @@ static int setup_regions(struct srv *s)
 		perf_fill(rp_region_ptr(s->data), bytes, q->seed);
 	if (q->op == PERF_SEND)
 		return rp_endpoint_bind(s->c, s->name, &s->ep);
-	return rp_region_export(s->data, s->name, access);
+	return perf_export(s->data, s->name, access, s->peer);
 }
 
 static int setup(struct srv *s)

@@ -93,6 +93,14 @@ int perf_read_full(int fd, void *buf, size_t n)
 	return 0;
 }
 
+int perf_export(struct rp_region *r, const char *name, unsigned access, const char *peer)
+{
+	const char *peers[1] = { peer };
+	struct rp_export_acl acl = { .peers = peers, .n_peers = 1 };
+
+	return rp_region_export_acl(r, name, access, peer ? &acl : NULL);
+}
+
 int perf_send_msg(int fd, struct perf_msg *m)
 {
 	return perf_write_full(fd, m, sizeof(*m));

@@ -94,6 +94,11 @@ void perf_fill(void *p, size_t n, uint64_t seed);
 int perf_write_full(int fd, const void *buf, size_t n);
 int perf_read_full(int fd, void *buf, size_t n);
 int perf_send_msg(int fd, struct perf_msg *m);
+/*
+ * Export @r as @name for the other side: on @peer (NULL: this node, where
+ * it runs as the same user and may open it anyway) its node is named.
+ */
+int perf_export(struct rp_region *r, const char *name, unsigned access, const char *peer);
 int perf_recv_msg(int fd, struct perf_msg *m, uint32_t want);
 bool perf_fd_closed(int fd);
 const char *perf_op_name(enum perf_op op);
