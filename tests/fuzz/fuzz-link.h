@@ -13,7 +13,8 @@
  *             PB_F_ADMIN_GID (admin_group is PB_ADMIN_GID), PB_F_GID (the
  *             client's gid is PB_ADMIN_GID, else 1000)
  * The fixture besides: our client has region 1 (4 pages)
- * exported read-write as a.rw, region 2 (1 page) exported read-only as a.ro,
+ * exported read-write as a.rw, region 2 (1 page) exported read-only as a.ro
+ * (both open to nodeB) and read-write as a.priv (to nobody but its owner),
  * endpoint 1 "a.ep" with two half-page receives posted from region 2, and
  * destination 1 "far.ep" on nodeB. Our incarnation is PB_INC, the far
  * daemon's PB_FAR_INC. Ids the daemon gives on a link start at 1 there:

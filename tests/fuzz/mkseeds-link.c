@@ -410,7 +410,8 @@ static void link_seeds(void)
 	lookup(1, "a.rw", false);
 	lookup(2, "a.ro", false);
 	lookup(3, "nothere", false);
-	lookup(4, "bad name!", false);
+	lookup(4, "a.priv", false);
+	lookup(5, "bad name!", false);
 	save("link", "up-lookup");
 	begin(UP, 0);
 	cmd(FL_OPEN);

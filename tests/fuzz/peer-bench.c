@@ -734,14 +734,16 @@ static void client_setup(struct pb *pb, uid_t uid, gid_t gid)
 	uint32_t rw = RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE, id = 0;
 	struct rp_sqe q = { .opcode = RP_SQE_POST_RECV, .region = 2, .target = 1 };
 	struct th_session *a = th_session_new(&pb->th, uid, gid);
+	struct rp_export_acl_req far = { .n_peers = 1, .peers = { PB_FAR } };
 
 	pb->a = a;
 	pb->sessions++;
 	need(th_hello(a) == 0);
 	need(th_region(a, 4 * PAGE, &id, NULL) == 0 && id == 1);
 	need(th_region(a, PAGE, &id, NULL) == 0 && id == 2);
-	need(th_export(a, 1, rw, "a.rw") == 0);
-	need(th_export(a, 2, RP_ACCESS_REMOTE_READ, "a.ro") == 0);
+	need(th_export_acl(a, 1, rw, "a.rw", &far) == 0);
+	need(th_export_acl(a, 2, RP_ACCESS_REMOTE_READ, "a.ro", &far) == 0);
+	need(th_export(a, 2, rw, "a.priv") == 0); /* its owner's only: peers are refused */
 	need(th_ep_bind(a, "a.ep", &id) == 0 && id == 1);
 	need(th_dest_open(a, PB_FAR, "far.ep", &id) == 0 && id == 1);
 	/* Two receives waiting on a.ep, a half page each. */
