@@ -53,10 +53,10 @@ static int local_verbs(struct op *op)
 	}
 	if (q->opcode == RP_SQE_WRITE)
 		r = vlocal_write(v, op->region->xport, q->offset, e->xport, q->remote_offset,
-				 q->len, op);
+				 q->len, op->s, op);
 	else
 		r = vlocal_read(v, op->region->xport, q->offset, e->xport, q->remote_offset, q->len,
-				op);
+				op->s, op);
 	return r < 0 ? r : OP_PENDING;
 }
 

@@ -20,20 +20,47 @@
 #define VL_INLINE 256
 /* Signal at least every this many WRs, and always the last of a post list. */
 #define VL_SIGNAL_EVERY 16
+/*
+ * Fairness between the flows (sessions) that share the loopback QP, whose
+ * send queue is one FIFO: what is posted ahead of a flow is what it waits
+ * for. Big ops go out in chunks of at most VL_CHUNK; the flows with work
+ * waiting take turns (deficit round robin, VL_QUANTUM bytes a turn); and
+ * the bytes on the send queue are kept under VL_SHARED_BYTES while more than
+ * one flow is active (VL_ALONE_BYTES for a flow on its own, enough to keep
+ * the device busy). A flow that starts behind others so waits for at most
+ * about VL_SHARED_BYTES + one chunk of each, not for their whole backlog.
+ */
+#define VL_CHUNK (1u << 20)
+#define VL_QUANTUM (128u << 10)
+#define VL_SHARED_BYTES (2ull << 20)
+#define VL_ALONE_BYTES (16ull << 20)
+#define VL_FLOW_BUCKETS 256 /* power of two */
 
 struct vmr {
 	struct ibv_mr *mr;
 };
 
+/* The ops of one flow (a session) that wait for the send queue, in order. */
+struct vl_flow {
+	struct vl_flow *hnext;	 /* hash chain; the spare list */
+	struct vl_flow *rr_next; /* the turn order of waiting flows */
+	const void *key;
+	struct vl_op *head, *tail;
+	uint64_t deficit; /* bytes it may still post in this turn */
+	uint32_t wrs;	  /* its WRs on the send queue */
+	bool waiting;	  /* on the turn list */
+};
+
 struct vl_op {
 	struct vl_op *next;
 	struct vlocal *v;
+	struct vl_flow *f;
 	void *user;
 	enum ibv_wr_opcode opcode;
 	uint64_t laddr, raddr, len, posted_bytes;
 	uint32_t lkey, rkey;
 	unsigned inflight;
-	bool all_posted; /* every chunk is on the send queue: it left the backlog */
+	bool all_posted; /* every chunk is on the send queue: it left its flow's queue */
 	int status;
 };
 
@@ -42,6 +69,7 @@ struct vl_slot {
 	struct rdev_wr w;
 	struct vlocal *v;
 	struct vl_op *op;
+	uint32_t bytes;
 };
 
 struct vlocal {
@@ -61,8 +89,13 @@ struct vlocal {
 	bool broken;
 	bool closing;
 	unsigned recoveries;
-	struct vl_op *head, *tail; /* ops with parts not yet posted, in order */
-	struct vl_op *spare;	   /* finished ops kept for reuse: no malloc per op */
+	uint64_t posted_bytes;			/* payload of the WRs on the send queue */
+	struct vl_flow *flows[VL_FLOW_BUCKETS]; /* flows with ops queued or posted */
+	unsigned n_flows;
+	struct vl_flow *rr_head, *rr_tail; /* flows with ops waiting, in turn order */
+	unsigned n_waiting;
+	struct vl_flow *spare_flows;
+	struct vl_op *spare; /* finished ops kept for reuse: no malloc per op */
 	unsigned n_spare;
 	struct ibv_qp_attr rtr, rts;
 	int rtr_mask, rts_mask;
@@ -276,9 +309,24 @@ static void flush_posted(struct vlocal *v)
 	}
 }
 
-struct vlocal *vlocal_free(struct vlocal *v)
+static void flow_cancel(struct vl_flow *f)
 {
 	struct vl_op *op;
+
+	while ((op = f->head)) {
+		f->head = op->next;
+		if (op->inflight == 0) {
+			op->status = op->status ? op->status : -ECANCELED;
+			op_finish(op);
+		}
+	}
+}
+
+struct vlocal *vlocal_free(struct vlocal *v)
+{
+	struct vl_flow *f;
+	struct vl_op *op;
+	unsigned i;
 
 	if (!v)
 		return NULL;
@@ -286,12 +334,16 @@ struct vlocal *vlocal_free(struct vlocal *v)
 	if (v->qp)
 		flush_posted(v);
 	/* Ops still waiting never reached the device: they did not happen. */
-	while ((op = v->head)) {
-		v->head = op->next;
-		if (op->inflight == 0) {
-			op->status = op->status ? op->status : -ECANCELED;
-			op_finish(op);
+	for (i = 0; i < VL_FLOW_BUCKETS; i++) {
+		while ((f = v->flows[i])) {
+			v->flows[i] = f->hnext;
+			flow_cancel(f);
+			free(f);
 		}
+	}
+	while ((f = v->spare_flows)) {
+		v->spare_flows = f->hnext;
+		free(f);
 	}
 	while ((op = v->spare)) {
 		v->spare = op->next;
@@ -388,13 +440,87 @@ static void recover(struct vlocal *v)
 	}
 }
 
-static void unqueue(struct vlocal *v, struct vl_op *op)
+static struct vl_flow **flow_slot(struct vlocal *v, const void *key)
 {
-	if (v->head != op)
+	uintptr_t h = (uintptr_t)key;
+
+	h ^= h >> 17;
+	h *= 0x9e3779b97f4a7c15ull;
+	return &v->flows[(h >> 40) & (VL_FLOW_BUCKETS - 1)];
+}
+
+/* The flow of @key, made if it has nothing queued or posted. NULL on -ENOMEM. */
+static struct vl_flow *flow_get(struct vlocal *v, const void *key)
+{
+	struct vl_flow **pp = flow_slot(v, key), *f;
+
+	for (f = *pp; f; f = f->hnext)
+		if (f->key == key)
+			return f;
+	f = v->spare_flows;
+	if (f)
+		v->spare_flows = f->hnext;
+	else if (!(f = malloc(sizeof(*f))))
+		return NULL;
+	memset(f, 0, sizeof(*f));
+	f->key = key;
+	f->hnext = *pp;
+	*pp = f;
+	v->n_flows++;
+	return f;
+}
+
+/* Forget @f once nothing of it waits or is on the send queue. */
+static void flow_put(struct vlocal *v, struct vl_flow *f)
+{
+	struct vl_flow **pp;
+
+	if (f->head || f->wrs || f->waiting || v->closing)
 		return;
-	v->head = op->next;
-	if (!v->head)
-		v->tail = NULL;
+	for (pp = flow_slot(v, f->key); *pp != f; pp = &(*pp)->hnext)
+		;
+	*pp = f->hnext;
+	v->n_flows--;
+	f->hnext = v->spare_flows;
+	v->spare_flows = f;
+}
+
+/* @f has ops waiting: give it a turn after the flows already waiting. */
+static void flow_wait(struct vlocal *v, struct vl_flow *f)
+{
+	if (f->waiting)
+		return;
+	f->waiting = true;
+	f->rr_next = NULL;
+	if (v->rr_tail)
+		v->rr_tail->rr_next = f;
+	else
+		v->rr_head = f;
+	v->rr_tail = f;
+	v->n_waiting++;
+}
+
+static struct vl_flow *flow_next_turn(struct vlocal *v)
+{
+	struct vl_flow *f = v->rr_head;
+
+	v->rr_head = f->rr_next;
+	if (!v->rr_head)
+		v->rr_tail = NULL;
+	f->waiting = false;
+	v->n_waiting--;
+	return f;
+}
+
+static void unqueue(struct vl_op *op)
+{
+	struct vl_flow *f = op->f;
+
+	if (f->head != op)
+		return;
+	f->head = op->next;
+	if (!f->head)
+		f->tail = NULL;
 }
 
 /* Report @op once nothing of it is on the send queue and nothing more will be. */
@@ -402,7 +528,7 @@ static void op_check(struct vlocal *v, struct vl_op *op)
 {
 	if (op->inflight || (!op->all_posted && !op->status))
 		return;
-	unqueue(v, op); /* an op that failed part-way leaves the backlog too */
+	unqueue(op); /* an op that failed part-way leaves its flow's queue too */
 	op_finish(op);
 }
 
@@ -410,14 +536,18 @@ static void op_check(struct vlocal *v, struct vl_op *op)
 static void retire(struct vlocal *v, struct vl_slot *s, int st)
 {
 	struct vl_op *op = s->op;
+	struct vl_flow *f = op->f;
 
 	s->op = NULL;
 	v->s_tail++;
 	v->posted--;
+	v->posted_bytes -= s->bytes;
+	f->wrs--;
 	op->inflight--;
 	if (st && !op->status)
 		op->status = st;
 	op_check(v, op);
+	flow_put(v, f);
 }
 
 /*
@@ -444,16 +574,23 @@ static void on_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 		post_pending(v);
 }
 
-/* Add the next chunk of @op as WR @i of the post list. */
-static void add_chunk(struct vlocal *v, struct vl_op *op, uint32_t i)
+/* The size of @op's next chunk. */
+static uint64_t chunk_len(const struct vlocal *v, const struct vl_op *op)
 {
 	uint64_t n = op->len - op->posted_bytes;
+
+	if (n > v->max_msg)
+		n = v->max_msg;
+	return n > VL_CHUNK ? VL_CHUNK : n;
+}
+
+/* Add the next chunk of @op, @n bytes, as WR @i of the post list. */
+static void add_chunk(struct vlocal *v, struct vl_op *op, uint32_t i, uint64_t n)
+{
 	struct vl_slot *s = &v->slots[v->s_head % v->depth];
 	struct ibv_send_wr *wr = &v->wrv[i];
 	struct ibv_sge *sge = &v->sgev[i];
 
-	if (n > v->max_msg)
-		n = v->max_msg;
 	memset(wr, 0, sizeof(*wr));
 	sge->addr = op->laddr + op->posted_bytes;
 	sge->length = (uint32_t)n;
@@ -468,14 +605,21 @@ static void add_chunk(struct vlocal *v, struct vl_op *op, uint32_t i)
 	wr->wr.rdma.remote_addr = op->raddr + op->posted_bytes;
 	wr->wr.rdma.rkey = op->rkey;
 	s->op = op;
+	s->bytes = (uint32_t)n;
 	op->posted_bytes += n;
 	op->inflight++;
 	op->all_posted = op->posted_bytes == op->len;
+	op->f->wrs++;
 	v->s_head++;
 	v->posted++;
+	v->posted_bytes += n;
 }
 
-/* A failed post: the WRs from @first on were never queued. */
+/*
+ * A failed post: the WRs from @first on were never queued. Their ops fail;
+ * one that has nothing else on the send queue is reported now (whether or
+ * not it had left its flow's queue), the others by their last completion.
+ */
 static void take_back(struct vlocal *v, uint32_t first, uint32_t n, int err)
 {
 	uint32_t i;
@@ -483,44 +627,70 @@ static void take_back(struct vlocal *v, uint32_t first, uint32_t n, int err)
 	for (i = n; i-- > first;) {
 		struct vl_slot *s = &v->slots[(v->s_head - 1) % v->depth];
 		struct vl_op *op = s->op;
+		struct vl_flow *f = op->f;
 
 		s->op = NULL;
 		v->s_head--;
 		v->posted--;
+		v->posted_bytes -= s->bytes;
+		f->wrs--;
 		op->inflight--;
-		op->posted_bytes -= v->wrv[i].num_sge ? v->sgev[i].length : 0;
+		op->posted_bytes -= s->bytes;
 		op->all_posted = false;
 		if (!op->status)
 			op->status = err;
-	}
-	for (i = first; i < n; i++) {
-		struct vl_op *op = ((struct vl_slot *)(uintptr_t)v->wrv[i].wr_id)->op;
-
-		if (op)
-			op_check(v, op);
+		op_check(v, op); /* once: only its first WR here brings it to 0 */
+		flow_put(v, f);
 	}
 }
 
-/* Post what waits, as one post list: one system call on rxe however many WRs. */
+/* Room on the send queue for one more WR, keeping the fairness bound. */
+static bool room(const struct vlocal *v)
+{
+	if (v->broken || v->posted >= v->depth)
+		return false;
+	if (!v->posted_bytes)
+		return true;
+	return v->posted_bytes < (v->n_flows > 1 ? VL_SHARED_BYTES : VL_ALONE_BYTES);
+}
+
+/*
+ * Post what waits, as one post list (one system call on rxe however many
+ * WRs): the waiting flows take turns, each posting up to its deficit; a flow
+ * with no one waiting behind it posts as long as there is room.
+ */
 static void post_pending(struct vlocal *v)
 {
 	struct ibv_send_wr *bad = NULL;
-	struct vl_op *op, *next;
+	struct vl_flow *f;
+	struct vl_op *op;
 	uint32_t n = 0, i;
 	int r;
 
-	for (op = v->head; op && !v->broken && v->posted < v->depth; op = next) {
-		next = op->next;
-		if (op->status) { /* failed part-way: nothing more of it is posted */
-			unqueue(v, op);
-			op_check(v, op);
-			continue;
+	while (v->rr_head && room(v)) {
+		f = flow_next_turn(v);
+		f->deficit += VL_QUANTUM;
+		while ((op = f->head) && room(v)) {
+			uint64_t len;
+
+			if (op->status) { /* failed part-way: nothing more of it is posted */
+				unqueue(op);
+				op_check(v, op);
+				continue;
+			}
+			len = chunk_len(v, op);
+			if (len > f->deficit && v->n_waiting)
+				break; /* its turn is over: the others first */
+			f->deficit -= len < f->deficit ? len : f->deficit;
+			add_chunk(v, op, n++, len);
+			if (op->all_posted)
+				unqueue(op); /* it ends with its completions */
 		}
-		add_chunk(v, op, n++);
-		if (!op->all_posted)
-			next = op; /* its next chunk, while there is room */
+		if (f->head)
+			flow_wait(v, f);
 		else
-			unqueue(v, op); /* it ends with its completions */
+			f->deficit = 0;
+		flow_put(v, f);
 	}
 	if (!n)
 		return;
@@ -551,8 +721,9 @@ void vlocal_defer(struct vlocal *v, bool deferred)
 }
 
 static int submit(struct vlocal *v, enum ibv_wr_opcode opc, struct vmr *l, uint64_t loff,
-		  struct vmr *rm, uint64_t roff, uint64_t len, void *user)
+		  struct vmr *rm, uint64_t roff, uint64_t len, const void *flow, void *user)
 {
+	struct vl_flow *f;
 	struct vl_op *op;
 
 	if (loff > l->mr->length || len > l->mr->length - loff || roff > rm->mr->length ||
@@ -561,7 +732,15 @@ static int submit(struct vlocal *v, enum ibv_wr_opcode opc, struct vmr *l, uint6
 	op = op_alloc(v);
 	if (!op)
 		return -ENOMEM;
+	f = flow_get(v, flow);
+	if (!f) {
+		op->next = v->spare; /* back to the spares, unused */
+		v->spare = op;
+		v->n_spare++;
+		return -ENOMEM;
+	}
 	op->v = v;
+	op->f = f;
 	op->user = user;
 	op->opcode = opc;
 	op->laddr = (uintptr_t)l->mr->addr + loff;
@@ -569,26 +748,27 @@ static int submit(struct vlocal *v, enum ibv_wr_opcode opc, struct vmr *l, uint6
 	op->raddr = (uintptr_t)rm->mr->addr + roff;
 	op->rkey = rm->mr->rkey;
 	op->len = len;
-	if (v->tail)
-		v->tail->next = op;
+	if (f->tail)
+		f->tail->next = op;
 	else
-		v->head = op;
-	v->tail = op;
+		f->head = op;
+	f->tail = op;
+	flow_wait(v, f);
 	if (!v->deferred)
 		post_pending(v);
 	return 0;
 }
 
 int vlocal_write(struct vlocal *v, struct vmr *src, uint64_t soff, struct vmr *dst, uint64_t doff,
-		 uint64_t len, void *user)
+		 uint64_t len, const void *flow, void *user)
 {
-	return submit(v, IBV_WR_RDMA_WRITE, src, soff, dst, doff, len, user);
+	return submit(v, IBV_WR_RDMA_WRITE, src, soff, dst, doff, len, flow, user);
 }
 
 int vlocal_read(struct vlocal *v, struct vmr *dst, uint64_t doff, struct vmr *src, uint64_t soff,
-		uint64_t len, void *user)
+		uint64_t len, const void *flow, void *user)
 {
-	return submit(v, IBV_WR_RDMA_READ, dst, doff, src, soff, len, user);
+	return submit(v, IBV_WR_RDMA_READ, dst, doff, src, soff, len, flow, user);
 }
 
 uint32_t vlocal_qp_num(const struct vlocal *v)

@@ -7,7 +7,10 @@
  * Every submitted operation gets exactly one done callback, with 0 or a
  * negative errno: -EACCES (the device refused access), -ECANCELED (flushed,
  * it did not happen), -ETIMEDOUT (outcome unknown). Operations that cannot be
- * posted yet (send queue full, queue pair being recovered) wait in order.
+ * posted yet (send queue full, queue pair being recovered) wait in order
+ * within their flow (the caller's key, one per session); waiting flows take
+ * turns, and the bytes on the send queue stay bounded while several flows
+ * are active, so one flow's backlog cannot hold up another's first op.
  */
 #ifndef RP_DAEMON_VERBS_LOCAL_H
 #define RP_DAEMON_VERBS_LOCAL_H
@@ -43,12 +46,15 @@ uint64_t vmr_len(const struct vmr *mr);
 uint32_t vmr_lkey(const struct vmr *mr);
 uint32_t vmr_rkey(const struct vmr *mr);
 
-/* Copy @len bytes from @src+@soff to @dst+@doff with an RDMA WRITE. */
+/*
+ * Copy @len bytes from @src+@soff to @dst+@doff with an RDMA WRITE, in turn
+ * with the other ops of @flow (any pointer naming the submitter).
+ */
 int vlocal_write(struct vlocal *v, struct vmr *src, uint64_t soff, struct vmr *dst, uint64_t doff,
-		 uint64_t len, void *user);
-/* Copy @len bytes from @src+@soff into @dst+@doff with an RDMA READ. */
+		 uint64_t len, const void *flow, void *user);
+/* Copy @len bytes from @src+@soff into @dst+@doff with an RDMA READ (as vlocal_write()). */
 int vlocal_read(struct vlocal *v, struct vmr *dst, uint64_t doff, struct vmr *src, uint64_t soff,
-		uint64_t len, void *user);
+		uint64_t len, const void *flow, void *user);
 
 /*
  * Batching: while deferred, vlocal_write()/vlocal_read() only queue, and

@@ -3,8 +3,10 @@
  * TAP test of daemon/rdma/verbs_local.c on a real RDMA device (Soft-RoCE in the
  * test guest): RDMA WRITE and READ through the loopback RC QP at sizes from
  * 1 B to 64 MiB with checksums, a remote access error and the recovery after
- * it, many more ops than the send queue holds, and exactly one report per op
- * when the QP is torn down with work outstanding. Exits 77 without a device.
+ * it, many more ops than the send queue holds, fairness between flows (one
+ * flow's backlog or huge op does not hold up another's op; each flow's ops
+ * complete in order), and exactly one report per op when the QP is torn down
+ * with work outstanding. Exits 77 without a device.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,7 +23,12 @@
 
 static int reports[NOPS + 16];
 static int statuses[NOPS + 16];
+static unsigned seq[NOPS + 16]; /* done_count when it was reported */
 static unsigned done_count;
+/* Two submitters: flow keys. */
+static const char flow_a, flow_b;
+#define FA ((const void *)&flow_a)
+#define FB ((const void *)&flow_b)
 
 static void on_done(void *user, int status)
 {
@@ -29,7 +36,7 @@ static void on_done(void *user, int status)
 
 	reports[i]++;
 	statuses[i] = status;
-	done_count++;
+	seq[i] = ++done_count;
 }
 
 static int wait_done(struct rdev *d, unsigned want)
@@ -72,12 +79,12 @@ static void sizes(struct rdev *d, struct vlocal *v, struct vmr *ms, unsigned cha
 		fill(src, n, i + 1);
 		memset(dst, 0, n);
 		memset(back, 0, n);
-		tap_ok(vlocal_write(v, ms, 0, md, 0, n, (void *)(uintptr_t)(i + 1)) == 0 &&
+		tap_ok(vlocal_write(v, ms, 0, md, 0, n, FA, (void *)(uintptr_t)(i + 1)) == 0 &&
 			       wait_done(d, base + 1) == 0 && statuses[i + 1] == 0 &&
 			       fnv1a(src, n) == fnv1a(dst, n),
 		       "RDMA WRITE of %llu bytes lands with the same checksum",
 		       (unsigned long long)n);
-		tap_ok(vlocal_read(v, mb, 0, md, 0, n, (void *)(uintptr_t)(i + 5)) == 0 &&
+		tap_ok(vlocal_read(v, mb, 0, md, 0, n, FA, (void *)(uintptr_t)(i + 5)) == 0 &&
 			       wait_done(d, base + 2) == 0 && statuses[i + 5] == 0 &&
 			       fnv1a(src, n) == fnv1a(back, n),
 		       "RDMA READ of %llu bytes reads it back", (unsigned long long)n);
@@ -121,6 +128,43 @@ static void failed_transition(struct rdev *d)
 	vx_destroy_qp(qp);
 }
 
+/*
+ * The send queue is one FIFO shared by every session: a flow that submits
+ * behind another's backlog must get its turn, not wait for all of it.
+ */
+static void fairness(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vmr *md)
+{
+	unsigned i, base, once, before, a_n = 600;
+
+	memset(reports, 0, sizeof(reports));
+	base = done_count;
+	for (i = 16; i < 16 + a_n; i++)
+		if (vlocal_write(v, ms, 0, md, 0, 1u << 16, FA, (void *)(uintptr_t)i) < 0)
+			break;
+	tap_ok(i == 16 + a_n, "flow A queues %u WRITEs of 64 KiB (%u MiB)", a_n, a_n / 16);
+	tap_ok(vlocal_write(v, ms, 0, md, 1u << 20, 1u << 16, FB, (void *)(uintptr_t)1000) == 0,
+	       "flow B queues one WRITE behind them");
+	tap_ok(wait_done(d, base + a_n + 1) == 0, "all %u complete", a_n + 1);
+	for (once = 1, before = 0, i = 16; i < 16 + a_n; i++) {
+		once &= reports[i] == 1 && statuses[i] == 0;
+		once &= i == 16 || seq[i] > seq[i - 1]; /* in A's order */
+		before += seq[i] < seq[1000];
+	}
+	tap_ok(once && reports[1000] == 1 && statuses[1000] == 0,
+	       "each reported once, OK, and A's in the order A submitted them");
+	tap_ok(before < 150, "B's WRITE completed after %u of A's %u, not after all of them",
+	       before, a_n);
+
+	/* One huge op goes out in chunks: a small op of another flow passes it. */
+	base = done_count;
+	tap_ok(vlocal_write(v, ms, 0, md, 0, BIG, FA, (void *)(uintptr_t)20) == 0 &&
+		       vlocal_write(v, ms, 0, md, BIG - 4096, 4096, FB, (void *)(uintptr_t)21) ==
+			       0 &&
+		       wait_done(d, base + 2) == 0 && statuses[20] == 0 && statuses[21] == 0,
+	       "a 64 MiB WRITE of flow A and a 4 KiB WRITE of flow B both complete");
+	tap_ok(seq[21] < seq[20], "the 4 KiB WRITE submitted second completed first");
+}
+
 int main(void)
 {
 	unsigned char *src = malloc(BIG), *dst = malloc(BIG), *back = malloc(BIG);
@@ -153,23 +197,23 @@ int main(void)
 	/* Remote access error: the target allows reads only. */
 	tap_ok(vmr_reg(v, dst, 4096, VMR_REMOTE_READ, &mro) == 0, "read-only target registered");
 	base = done_count;
-	tap_ok(vlocal_write(v, ms, 0, mro, 0, 64, (void *)9) == 0 && wait_done(d, base + 1) == 0 &&
-		       statuses[9] == -EACCES,
+	tap_ok(vlocal_write(v, ms, 0, mro, 0, 64, FA, (void *)9) == 0 &&
+		       wait_done(d, base + 1) == 0 && statuses[9] == -EACCES,
 	       "a WRITE into a read-only MR fails with -EACCES");
 	fill(src, 4096, 77);
-	tap_ok(vlocal_write(v, ms, 0, md, 0, 4096, (void *)10) == 0 &&
+	tap_ok(vlocal_write(v, ms, 0, md, 0, 4096, FA, (void *)10) == 0 &&
 		       wait_done(d, base + 2) == 0 && statuses[10] == 0 &&
 		       fnv1a(src, 4096) == fnv1a(dst, 4096),
 	       "the next WRITE succeeds after the QP recovered");
 	tap_ok(vlocal_recoveries(v) == 1, "the QP was recovered once (%u)", vlocal_recoveries(v));
-	tap_ok(vlocal_write(v, ms, BIG - 10, md, 0, 11, (void *)11) == -ERANGE,
+	tap_ok(vlocal_write(v, ms, BIG - 10, md, 0, 11, FA, (void *)11) == -ERANGE,
 	       "an op past the end of an MR is refused before posting");
 
 	/* Far more ops than the send queue holds: each reported exactly once. */
 	memset(reports, 0, sizeof(reports));
 	base = done_count;
 	for (i = 16; i < NOPS + 16; i++)
-		if (vlocal_write(v, ms, i, md, i, 8, (void *)(uintptr_t)i) < 0)
+		if (vlocal_write(v, ms, i, md, i, 8, FA, (void *)(uintptr_t)i) < 0)
 			break;
 	tap_ok(wait_done(d, base + NOPS) == 0, "%u small WRITEs through a 64-deep queue complete",
 	       NOPS);
@@ -177,11 +221,13 @@ int main(void)
 		once &= reports[i] == 1 && statuses[i] == 0;
 	tap_ok(once, "each of them reported exactly once, all OK");
 
+	fairness(d, v, ms, md);
+
 	/* Tear-down with work outstanding: still exactly one report per op. */
 	memset(reports, 0, sizeof(reports));
 	base = done_count;
 	for (i = 16; i < 216; i++)
-		vlocal_write(v, ms, 0, md, 0, 1u << 16, (void *)(uintptr_t)i);
+		vlocal_write(v, ms, 0, md, 0, 1u << 16, FA, (void *)(uintptr_t)i);
 	v = vlocal_free(v);
 	for (once = 1, i = 16; i < 216; i++)
 		once &= reports[i] == 1 && (statuses[i] == 0 || statuses[i] == -ECANCELED ||
