@@ -322,6 +322,26 @@ static int do_stress(const char *peer, const char *name, int nproc, int nops, si
 	return bad;
 }
 
+/*
+ * Open a remote export as an application that starts while the link to its
+ * peer is being (re)established would: retry for up to 30 s while the peer
+ * is not connected (a link can come up, be superseded by the duplicate the
+ * other side dialled and come up again within a moment).
+ */
+static int open_when_linked(struct rp_client *c, const char *peer, const char *name,
+			    struct rp_remote **rm)
+{
+	double t0 = now_s();
+	int e;
+
+	while ((e = rp_remote_open(c, peer, name, rm)) == -RP_EPEERDOWN && now_s() < t0 + 30)
+		usleep(100000);
+	if (e == 0 && now_s() > t0 + 0.5)
+		fprintf(stderr, "storm: the link to %s was down for %.1f s at the start\n", peer,
+			now_s() - t0);
+	return e;
+}
+
 static int do_storm(const char *peer, const char *name, double secs, size_t size, int depth)
 {
 	struct rp_client *c = conn();
@@ -336,7 +356,7 @@ static int do_storm(const char *peer, const char *name, double secs, size_t size
 
 	seen = calloc(max_ops, 1);
 	if ((e = rp_region_alloc(c, pages(size), 0, &src)) < 0 ||
-	    (e = rp_remote_open(c, peer, name, &rm)) < 0) {
+	    (e = open_when_linked(c, peer, name, &rm)) < 0) {
 		fprintf(stderr, "storm: %s\n", rp_strerror(e));
 		return 2;
 	}

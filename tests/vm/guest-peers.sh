@@ -88,6 +88,16 @@ lines() { wc -l <"$D/$1.log"; }
 up() { # up NODE PEER [SECONDS] [FROM-LINE]
 	wait_for "${3:-20}" sh -c "tail -n +${4:-1} '$D/$1.log' | grep -q 'peer $2: .* -> up'"
 }
+# NODE's daemon shows its link to PEER up in rdmaproxyctl peers.
+peer_up() { # peer_up NODE PEER
+	"$B/tools/ctl/rdmaproxyctl" -s "$D/$1.sock" --json peers 2>/dev/null | tr '{' '\n' |
+		grep "\"name\": *\"$2\"" | grep -q "\"state\": *\"up\""
+}
+# The link is up and stays up (a reconnect can bring up a link that the
+# duplicate the other side dialled supersedes a moment later).
+steady_up() { # steady_up NODE PEER [SECONDS]
+	SETTLE_SAMPLES=20 wait_steady "${3:-30}" peer_up "$1" "$2"
+}
 io() { (RDMAPROXY_SOCKET="$D/$1.sock" nofifos timeout "${RP_TEST_IO_TIMEOUT:-300}" "$IO" "${@:2}"); }
 spawn() { # spawn TAG NODE ARGS...: background client, stdin from a fifo kept open
 	local tag=$1 fd
@@ -283,6 +293,7 @@ one_guest() {
 	ok $? "B gives up waiting for A to confirm the withdrawal and deregisters the MR"
 	kill -CONT "${PID[A]}"
 	up A B 40 "$mark_a"
+	steady_up A B
 	mark_a=$(lines A)
 	io A storm B e2 4 64K 8 >"$D/cotenant2.out" 2>&1 &
 	co=$!
