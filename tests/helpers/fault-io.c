@@ -27,8 +27,12 @@
  *       ops still in flight on the old handle may fail with -RP_ESTALE too,
  *       and do not count as a second restart). With SETTLE, it goes
  *       on after SECONDS until the last SETTLE ops in a row were OK on a
- *       usable handle (at most 90 s more): the link is back. Then waits until
- *       every op is reported (at most 120 s). LOG gets one line per
+ *       usable handle (at most 90 s more): the link is back. With
+ *       $FIO_UNTIL naming a file, SECONDS lasts until that file exists (at
+ *       most 300 s more): the script says when the event it drives through
+ *       is over, however slowly a loaded machine got there. Then waits until
+ *       every op is reported (at most 120 s). The export is opened first,
+ *       waiting up to 30 s while the peer is not connected. LOG gets one line per
  *       notifying write ("W IMM STATUS") and per send ("S PHASE:ID STATUS").
  *       Prints per kind:
  *         result phase=P kind=K submitted=N ok= peerdown= outcome= stale=
@@ -54,6 +58,8 @@
 #define MSG_MAGIC 0x314f4946u /* "FIO1" */
 #define DRAIN_S 120.0
 #define SETTLE_MAX_S 90.0
+#define UNTIL_MAX_S 300.0
+#define OPEN_WAIT_S 30.0
 #define PAUSE_S 0.1
 #define REOPEN_S 0.2
 
@@ -485,6 +491,7 @@ static void on_comp(struct drive *d, const struct rp_completion *cp)
 static int drive_setup(struct drive *d, const char *logpath)
 {
 	size_t k;
+	double t;
 	int e;
 
 	d->c = conn();
@@ -498,11 +505,21 @@ static int drive_setup(struct drive *d, const char *logpath)
 	for (k = 0; k < d->depth; k++)
 		d->sl[k].seq = (uint32_t)k;
 	if ((e = rp_region_alloc(d->c, d->depth * d->slot, 0, &d->src)) < 0 ||
-	    (e = rp_region_alloc(d->c, d->depth * d->slot, 0, &d->back)) < 0 ||
-	    (e = rp_remote_open(d->c, d->peer, d->name, &d->rm)) < 0) {
+	    (e = rp_region_alloc(d->c, d->depth * d->slot, 0, &d->back)) < 0) {
 		fprintf(stderr, "drive: %s\n", rp_strerror(e));
 		return -1;
 	}
+	/* A phase may begin while a link that just came up is being replaced. */
+	t = now_s();
+	while ((e = rp_remote_open(d->c, d->peer, d->name, &d->rm)) == -RP_EPEERDOWN &&
+	       now_s() < t + OPEN_WAIT_S)
+		usleep(100000);
+	if (e < 0) {
+		fprintf(stderr, "drive: %s\n", rp_strerror(e));
+		return -1;
+	}
+	if (now_s() > t + 0.5)
+		fprintf(stderr, "drive: the link was down for %.1f s at the start\n", now_s() - t);
 	d->handles[0] = d->rm;
 	if (rp_remote_len(d->rm) < d->depth * d->slot) {
 		fprintf(stderr, "drive: the export is too small\n");
@@ -543,10 +560,18 @@ static int64_t drive_loop(struct drive *d, double secs, uint64_t settle, bool *s
 	size_t k;
 	int i, n;
 
+	const char *until = getenv("FIO_UNTIL");
+
 	d->t0 = now_s();
 	end = d->t0 + secs;
 	for (;;) {
 		now = now_s();
+		if (until && now >= end && now < d->t0 + secs + UNTIL_MAX_S) {
+			if (access(until, F_OK) == 0)
+				until = NULL; /* the event is over: SECONDS ends now */
+			else
+				end = now + 0.05;
+		}
 		*settled = !settle || (d->streak >= settle && !d->need_reopen);
 		issuing = !stop && (now < end || (!*settled && now < end + SETTLE_MAX_S));
 		if (!issuing && !stop)
