@@ -3,5 +3,5 @@
 # the daemon on the verbs transport in the Soft-RoCE guest.
 . "$(dirname "$0")/vm-lib.sh"
 vm_require
-exec "$RPVM" run --timeout 900 --env RP_TEST_TRANSPORT=verbs -- \
+exec "$RPVM" run --timeout 1800 --env RP_TEST_TRANSPORT=verbs -- \
 	"$top_srcdir/tests/integration/test-client.sh"

@@ -3,4 +3,4 @@
 # on real Soft-RoCE: device counters and MR table (guest-client.sh).
 . "$(dirname "$0")/vm-lib.sh"
 vm_require
-exec "$RPVM" run --timeout 900 -- "$top_srcdir/tests/vm/guest-client.sh"
+exec "$RPVM" run --timeout 1800 -- "$top_srcdir/tests/vm/guest-client.sh"

@@ -5,5 +5,5 @@
 # peer's grant away withdrawing its handle over the verbs link.
 . "$(dirname "$0")/vm-lib.sh"
 vm_require
-exec "$RPVM" run --timeout 900 --env RP_TEST_TRANSPORT=verbs --env RP_TEST_ADDR=10.99.0.1 -- \
+exec "$RPVM" run --timeout 1800 --env RP_TEST_TRANSPORT=verbs --env RP_TEST_ADDR=10.99.0.1 -- \
 	"$top_srcdir/tests/integration/test-export-acl.sh"

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/vm-lib.sh"
 vm_require
 {
-	"$RPVM" run --guests 2 --timeout "${RP_TEST_FAULT_TIMEOUT:-900}" \
+	"$RPVM" run --guests 2 --timeout "${RP_TEST_FAULT_TIMEOUT:-2400}" \
 		${RP_TEST_KEEP:+--results "$RP_TEST_KEEP"} -- "$top_srcdir/tests/vm/guest-faults.sh" 2>&1
 	echo "rp-vm-exit $?"
 } | awk '
