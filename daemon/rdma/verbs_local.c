@@ -729,14 +729,12 @@ static int submit(struct vlocal *v, enum ibv_wr_opcode opc, struct vmr *l, uint6
 	if (loff > l->mr->length || len > l->mr->length - loff || roff > rm->mr->length ||
 	    len > rm->mr->length - roff)
 		return -ERANGE;
-	op = op_alloc(v);
-	if (!op)
-		return -ENOMEM;
 	f = flow_get(v, flow);
-	if (!f) {
-		op->next = v->spare; /* back to the spares, unused */
-		v->spare = op;
-		v->n_spare++;
+	if (!f)
+		return -ENOMEM;
+	op = op_alloc(v);
+	if (!op) {
+		flow_put(v, f); /* forgotten again if it was new */
 		return -ENOMEM;
 	}
 	op->v = v;
