@@ -8,6 +8,7 @@ B=${top_builddir:?}
 RPD=$B/daemon/rdmaproxyd
 IO=$B/tests/integration/test-client-io
 D=$(mktemp -d)
+hang_watch "${RP_TEST_HANG_AFTER:-1500}" "$D" # rp-vm stops the guest at 1800 s
 n=0 fail=0
 ok() {
 	n=$((n + 1))
@@ -127,5 +128,6 @@ kill -TERM $npid
 wait $npid
 [ $fail -eq 0 ] || dump
 echo "1..$n"
+kill "$HANG_WATCH" 2>/dev/null
 rm -rf "$D"
 exit $fail

@@ -43,6 +43,7 @@ CUT=${RP_TEST_FAULT_CUT:-10}	 # seconds the link is cut
 PHASES=" ${RP_TEST_FAULT_PHASES:-1 2 3 4 5} " # a subset, when debugging
 export RDMAPROXY_WAIT=${RDMAPROXY_WAIT:-sleep} # one vCPU per guest: leave it to the daemon
 D=$(mktemp -d)
+hang_watch "${RP_TEST_HANG_AFTER:-2100}" "$D" # rp-vm stops the guest at 2400 s
 n=0 fail=0
 declare -A PID PORT ADDR
 
@@ -445,5 +446,6 @@ echo "1..$n"
 for p in "${PID[@]}"; do kill -KILL "$p" 2>/dev/null; done
 # Kept on the host with rp-vm --results (test-vm-faults.sh: RP_TEST_KEEP=DIR).
 [ -n "${RP_VM_RESULTS:-}" ] && cp -r "$D"/. "$RP_VM_RESULTS/" 2>/dev/null
+kill "$HANG_WATCH" 2>/dev/null
 rm -rf "$D"
 exit $fail

@@ -27,6 +27,7 @@ SIZES=${RP_TEST_PEER_SIZES:-"1 4096 65536 1048576 67108864"}
 D=$(mktemp -d)
 n=0 fail=0
 declare -A PID PORT ADDR SP_PID SP_FD
+hang_watch "${RP_TEST_HANG_AFTER:-1500}" "$D" # rp-vm stops the guest at 1800 s
 
 ok() {
 	n=$((n + 1))
@@ -109,9 +110,9 @@ spawn() { # spawn TAG NODE ARGS...: background client, stdin from a fifo kept op
 	SP_FD[$tag]=$fd
 }
 said() { wait_for "${3:-20}" grep -q "$2" "$D/$1.out"; }
-finish() {
+finish() { # a client leaves when its stdin closes
 	exec {SP_FD[$1]}>&-
-	wait "${SP_PID[$1]}" 2>/dev/null
+	reap 60 "${SP_PID[$1]}" 2>/dev/null
 }
 # Two guests: marker files in the shared sync dir.
 mark() { [ -n "$SYNC" ] && echo "${2:-}" >"$SYNC/$1"; }
@@ -353,7 +354,7 @@ one_guest() {
 
 	for x in A B; do
 		kill -TERM "${PID[$x]}"
-		wait "${PID[$x]}"
+		reap 60 "${PID[$x]}"
 		ok $? "daemon $x exits cleanly"
 	done
 	wait_steady 20 res_are "$qp0" "$mr0"
@@ -445,7 +446,7 @@ two_guests() {
 		mark final
 	fi
 	kill -TERM "${PID[$ME]}"
-	wait "${PID[$ME]}"
+	reap 60 "${PID[$ME]}"
 	ok $? "daemon $ME exits cleanly"
 	wait_steady 20 res_are "$qp0" "$mr0"
 	ok $? "QPs and MRs back to the boot baseline ($(qps)/$qp0 QPs, $(mrs)/$mr0 MRs)"
@@ -455,5 +456,6 @@ if [ "$NG" -eq 2 ]; then two_guests; else one_guest; fi
 echo "1..$n"
 [ $fail -eq 0 ] || dump
 for p in "${PID[@]}"; do kill -KILL "$p" 2>/dev/null; done
+kill "$HANG_WATCH" 2>/dev/null
 [ -n "${RP_TEST_KEEP:-}" ] && cp -r "$D" "$RP_TEST_KEEP"; rm -rf "$D"
 exit $fail
