@@ -316,10 +316,11 @@ RP_EXPORT int rp_fd(const struct rp_client *c);
 enum rp_wait_mode {
 	/*
 	 * For a shared host (the default): spin a short, adaptive while (with
-	 * `pause`, then yielding the CPU), then sleep on the doorbell.
+	 * `pause`; yielding the CPU too while more tasks are runnable than there
+	 * are CPUs), then sleep on the doorbell.
 	 */
 	RP_WAIT_ADAPTIVE = 0,
-	/* For a thread pinned to a core of its own: poll until the timeout, never sleep. */
+	/* For a thread pinned to a core of its own: poll until the timeout, no yield, no sleep. */
 	RP_WAIT_BUSY = 1,
 	/* Sleep on the doorbell at once: least CPU, most latency. */
 	RP_WAIT_SLEEP = 2,
