@@ -398,6 +398,17 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 	}
 }
 
+RP_EXPORT int rp_relax(struct rp_client *c)
+{
+	if (!c)
+		return -EINVAL;
+	cpu_relax();
+	if (atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) == RP_CPUS_FREE)
+		return 0;
+	sched_yield();
+	return 1;
+}
+
 /* A sleep of @slept ns followed a spin of c->spin_ns: adapt the next spin. */
 static void adapt(struct rp_client *c, uint64_t slept)
 {
