@@ -41,6 +41,12 @@
 
 /* One callback runs passes for at most this long before libuv gets the loop back. */
 #define BUDGET_NS 500000u
+/*
+ * An idle spin hands the loop to libuv (one epoll_wait(0)) once per this
+ * long: a session not polled here (quiet for a whole spin, so armed) rings
+ * its eventfd when it submits again, and only libuv sees that.
+ */
+#define LOOK_NS 10000u
 /* The clock is read once every this many passes. */
 #define CLOCK_PASSES 16u
 /* Idle passes spent with `pause` before each further one yields the CPU, if crowded. */
@@ -63,6 +69,7 @@ struct engine {
 	bool asleep;
 	uint64_t now;	   /* the clock as last read */
 	uint64_t last_cq;  /* last completion seen on the CQ */
+	uint64_t busy_at;  /* last pass with work, or last look at the doorbells */
 	uint64_t slept_at; /* when it last went to sleep */
 	uint64_t spin_ns;  /* current idle spin */
 	struct cpuload load;
@@ -285,11 +292,19 @@ static void run(struct engine *e)
 			uv_idle_start(&e->idle, on_idle);
 			break;
 		}
-		if (work)
+		if (work) {
+			e->busy_at = e->now;
 			continue;
+		}
 		tick(e);
 		if (try_sleep(e)) {
 			uv_idle_stop(&e->idle);
+			break;
+		}
+		if (e->now - e->busy_at >= LOOK_NS) {
+			/* A cold session's doorbell may have rung: let libuv look, come back. */
+			e->busy_at = e->now;
+			uv_idle_start(&e->idle, on_idle);
 			break;
 		}
 		if (idle > PAUSE_PASSES && e->cpus == RP_CPUS_CROWDED) {
