@@ -13,10 +13,13 @@
  * Idle, the engine spins a while before sleeping, since a submission or a
  * completion is often microseconds away and a wake-up costs far more
  * (RXE-FACTS: an eventfd round trip is ~100 us in the test guest). The
- * spin is bounded and polite: `pause` first, then sched_yield() so that a
- * client sharing this CPU runs (with more runnable processes than CPUs a
- * spinner that does not yield takes the CPU the others need to make the
- * progress it waits for), and its length adapts: it grows when the engine
+ * spin is bounded and polite: `pause` first, then, only while more tasks
+ * are runnable than there are CPUs (cpuload.h, sampled every millisecond),
+ * sched_yield() so that a client sharing this CPU runs (a spinner that does
+ * not yield then takes the CPU the others need to make the progress it waits
+ * for); with a CPU to spare, the spin makes no system call. Each client's
+ * ring says which it is, so that its library waits the same way. The spin's
+ * length adapts: it grows when the engine
  * was woken right after it gave up, it shrinks when it keeps spinning for
  * nothing. Before sleeping it arms every doorbell (the clients' SQ flags,
  * the CQ's event) and looks once more, so nothing that raced is missed.
@@ -29,6 +32,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/cpuload.h"
 #include "core/core.h"
 #include "evloop_uv.h"
 #include "rdma/rdma_dev.h"
@@ -37,9 +41,15 @@
 
 /* One callback runs passes for at most this long before libuv gets the loop back. */
 #define BUDGET_NS 500000u
+/*
+ * An idle spin hands the loop to libuv (one epoll_wait(0)) once per this
+ * long: a session not polled here (quiet for a whole spin, so armed) rings
+ * its eventfd when it submits again, and only libuv sees that.
+ */
+#define LOOK_NS 10000u
 /* The clock is read once every this many passes. */
 #define CLOCK_PASSES 16u
-/* Idle passes spent with `pause` before each further idle pass yields the CPU. */
+/* Idle passes spent with `pause` before each further one yields the CPU, if crowded. */
 #define PAUSE_PASSES 8u
 /* The idle spin before sleeping adapts between these. */
 #define SPIN_MIN_NS 10000u
@@ -59,8 +69,11 @@ struct engine {
 	bool asleep;
 	uint64_t now;	   /* the clock as last read */
 	uint64_t last_cq;  /* last completion seen on the CQ */
+	uint64_t busy_at;  /* last pass with work, or last look at the doorbells */
 	uint64_t slept_at; /* when it last went to sleep */
 	uint64_t spin_ns;  /* current idle spin */
+	struct cpuload load;
+	uint32_t cpus; /* RP_CPUS_FREE or RP_CPUS_CROWDED, as last sampled */
 	struct engine_stats st;
 };
 
@@ -70,6 +83,13 @@ static uint64_t clock_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Read the clock and, when due, how crowded the CPUs are. */
+static void tick(struct engine *e)
+{
+	e->now = clock_ns();
+	e->cpus = cpuload_crowded(&e->load, e->now) ? RP_CPUS_CROWDED : RP_CPUS_FREE;
 }
 
 static void cpu_relax(void)
@@ -110,6 +130,8 @@ int engine_new(uv_loop_t *loop, struct core *core, struct rdev *rdev, struct vlo
 	e->ops = ops;
 	e->spin_ns = SPIN_START_NS;
 	e->asleep = true;
+	cpuload_init(&e->load, "/proc/loadavg");
+	e->cpus = RP_CPUS_CROWDED;
 	*ret = e;
 	return 0;
 }
@@ -149,7 +171,7 @@ static void woken(struct engine *e)
 	if (!e->asleep)
 		return;
 	e->asleep = false;
-	e->now = clock_ns();
+	tick(e);
 	gap = e->now - e->slept_at;
 	e->st.wakeups++;
 	if (gap < e->spin_ns && e->spin_ns < SPIN_MAX_NS)
@@ -187,9 +209,11 @@ static int poll_session(struct engine *e, struct engine_ent *ent)
 	int r;
 
 	/* Its client may spin while this moves (rp-ring.h): we are running. */
-	if (s->rings.base)
+	if (s->rings.base) {
 		atomic_store_explicit(&s->rings.v.info->daemon_passes, (uint32_t)e->st.passes,
 				      memory_order_relaxed);
+		atomic_store_explicit(&s->rings.v.info->cpus, e->cpus, memory_order_relaxed);
+	}
 	if (!xfer_pending(s)) {
 		if (e->now - ent->last_ns < e->spin_ns)
 			return 0;
@@ -244,7 +268,8 @@ static void run(struct engine *e)
 	e->running = true;
 	e->core->batching = true;
 	vlocal_defer(e->vlocal, true);
-	e->now = start = clock_ns();
+	tick(e);
+	start = e->now;
 	for (pass = 1;; pass++) {
 		struct engine_ent *ent, *next;
 		int work = 0;
@@ -261,20 +286,28 @@ static void run(struct engine *e)
 		e->st.passes++;
 		idle = work ? 0 : idle + 1;
 		if (pass % CLOCK_PASSES == 0)
-			e->now = clock_ns();
+			tick(e);
 		if (e->now - start >= BUDGET_NS) {
 			/* Let libuv run control work, then come back. */
 			uv_idle_start(&e->idle, on_idle);
 			break;
 		}
-		if (work)
+		if (work) {
+			e->busy_at = e->now;
 			continue;
-		e->now = clock_ns();
+		}
+		tick(e);
 		if (try_sleep(e)) {
 			uv_idle_stop(&e->idle);
 			break;
 		}
-		if (idle > PAUSE_PASSES) {
+		if (e->now - e->busy_at >= LOOK_NS) {
+			/* A cold session's doorbell may have rung: let libuv look, come back. */
+			e->busy_at = e->now;
+			uv_idle_start(&e->idle, on_idle);
+			break;
+		}
+		if (idle > PAUSE_PASSES && e->cpus == RP_CPUS_CROWDED) {
 			e->st.yields++;
 			sched_yield();
 		} else {
@@ -300,7 +333,10 @@ uint64_t engine_spin_ns(const struct engine *e)
 
 static void on_closed(uv_handle_t *h)
 {
-	free(h->data);
+	struct engine *e = h->data;
+
+	cpuload_close(&e->load);
+	free(e);
 }
 
 void engine_free(struct engine *e)

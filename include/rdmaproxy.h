@@ -298,6 +298,14 @@ RP_EXPORT int rp_send(struct rp_client *c, const char *peer, const char *endpoin
  */
 RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max);
 /*
+ * For an application that spins on rp_poll() in a loop of its own: call it
+ * after a poll that found nothing. It executes the CPU's pause instruction
+ * and, while the daemon says the host has more runnable tasks than CPUs,
+ * yields the CPU (sched_yield) so that the daemon and other clients run. It
+ * never sleeps. Returns 1 if it yielded, 0 if not, -EINVAL.
+ */
+RP_EXPORT int rp_relax(struct rp_client *c);
+/*
  * Like rp_poll(), but wait up to @timeout_ms (-1: forever) for at least one.
  * Returns the count, 0 on timeout, -EINTR, or -RP_EDAEMON once the daemon
  * is gone and every operation's completion has been returned. How it waits
@@ -316,10 +324,11 @@ RP_EXPORT int rp_fd(const struct rp_client *c);
 enum rp_wait_mode {
 	/*
 	 * For a shared host (the default): spin a short, adaptive while (with
-	 * `pause`, then yielding the CPU), then sleep on the doorbell.
+	 * `pause`; yielding the CPU too while more tasks are runnable than there
+	 * are CPUs), then sleep on the doorbell.
 	 */
 	RP_WAIT_ADAPTIVE = 0,
-	/* For a thread pinned to a core of its own: poll until the timeout, never sleep. */
+	/* For a thread pinned to a core of its own: poll until the timeout, no yield, no sleep. */
 	RP_WAIT_BUSY = 1,
 	/* Sleep on the doorbell at once: least CPU, most latency. */
 	RP_WAIT_SLEEP = 2,

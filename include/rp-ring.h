@@ -43,6 +43,11 @@
 #define RP_RING_NEED_WAKEUP 0x1u /* the consumer sleeps: ring its eventfd */
 #define RP_RING_STALLED 0x2u	 /* SQ only: the daemon waits for completion space */
 
+/* rp_ring_info.cpus */
+#define RP_CPUS_UNKNOWN 0u
+#define RP_CPUS_FREE 1u
+#define RP_CPUS_CROWDED 2u
+
 struct rp_ring_info {
 	uint32_t magic;
 	uint32_t sq_entries;
@@ -57,7 +62,14 @@ struct rp_ring_info {
 	 * sleep rather than take a CPU the daemon may need.
 	 */
 	_Atomic uint32_t daemon_passes;
-	uint8_t reserved[36];
+	/*
+	 * RP_CPUS_*, stored with daemon_passes: whether more tasks are runnable
+	 * than the daemon has CPUs. Free: a spinning client has a CPU the daemon
+	 * does not need, and spins with `pause` only; crowded (or unknown, from
+	 * a daemon that does not say): it yields the CPU between polls.
+	 */
+	_Atomic uint32_t cpus;
+	uint8_t reserved[32];
 };
 _Static_assert(sizeof(struct rp_ring_info) == 64, "rp_ring_info");
 

@@ -11,7 +11,7 @@ libclient_librdmaproxy_la_SOURCES = \
 libclient_librdmaproxy_la_CPPFLAGS = $(AM_CPPFLAGS) -DRP_BUILDING_LIBRARY
 libclient_librdmaproxy_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # current 2, age 1 (rp_region_export_acl added): the soname stays librdmaproxy.so.1.
-libclient_librdmaproxy_la_LDFLAGS = $(AM_LDFLAGS) -version-info 2:0:1 -no-undefined \
+libclient_librdmaproxy_la_LDFLAGS = $(AM_LDFLAGS) -version-info 3:0:2 -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/libclient/librdmaproxy.map
 EXTRA_libclient_librdmaproxy_la_DEPENDENCIES = libclient/librdmaproxy.map
 EXTRA_DIST += libclient/librdmaproxy.map libclient/rdmaproxy.pc.in

@@ -26,7 +26,7 @@
 #define SPIN_MIN_NS 2000u
 #define SPIN_MAX_NS 200000u
 #define SPIN_START_NS 20000u
-/* Polls with `pause` before each further poll of a spin yields the CPU. */
+/* Polls with `pause` before each further poll of a spin may yield the CPU. */
 #define PAUSE_POLLS 32u
 /* A spin ends when the daemon's engine has not moved for this long. */
 #define STILL_NS 20000u
@@ -353,18 +353,21 @@ static void cpu_relax(void)
 }
 
 /*
- * Poll until a completion comes or @until (ns) passes: `pause` between the
- * first polls, then sched_yield(), so that on a host with more runnable
- * processes than CPUs the daemon (or the peer we wait for) gets this CPU.
- * With @watch, give up as soon as the daemon's engine stops moving (the
- * ring's daemon_passes): it is asleep or not running, and spinning would
- * only take a CPU it may need.
+ * Poll until a completion comes or @until (ns) passes, with `pause` between
+ * polls. The adaptive spin (@watch) also yields the CPU between polls while
+ * the daemon says the CPUs are crowded (rp-ring.h: more runnable tasks than
+ * CPUs), so that the daemon, or the peer we wait for, gets this CPU; with a
+ * CPU to spare, yielding would only cost a system call per poll. With
+ * @watch, give up as soon as the daemon's engine stops moving (the ring's
+ * daemon_passes): it is asleep or not running, and spinning would only take a
+ * CPU it may need. The busy spin (a thread on a core of its own) never yields.
  */
 static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint64_t until,
 		bool watch)
 {
 	uint32_t seen = atomic_load_explicit(&c->v.info->daemon_passes, memory_order_relaxed);
 	uint64_t now, moved = now_ns(CLOCK_MONOTONIC);
+	bool polite = watch; /* until the daemon says there is a CPU to spare */
 	unsigned polls = 0;
 	int n;
 
@@ -372,7 +375,7 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 		n = rp_poll(c, comps, max);
 		if (n != 0)
 			return n;
-		if (++polls > PAUSE_POLLS)
+		if (++polls > PAUSE_POLLS && polite)
 			sched_yield();
 		else
 			cpu_relax();
@@ -383,6 +386,8 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 			return 0;
 		if (!watch)
 			continue;
+		polite = atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) !=
+			 RP_CPUS_FREE;
 		n = (int)atomic_load_explicit(&c->v.info->daemon_passes, memory_order_relaxed);
 		if ((uint32_t)n != seen) {
 			seen = (uint32_t)n;
@@ -391,6 +396,17 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 			return 0;
 		}
 	}
+}
+
+RP_EXPORT int rp_relax(struct rp_client *c)
+{
+	if (!c)
+		return -EINVAL;
+	cpu_relax();
+	if (atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) == RP_CPUS_FREE)
+		return 0;
+	sched_yield();
+	return 1;
 }
 
 /* A sleep of @slept ns followed a spin of c->spin_ns: adapt the next spin. */

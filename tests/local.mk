@@ -28,3 +28,9 @@ tests_helpers_vp_intruder_LDADD = $(IBVERBS_LIBS) $(RDMACM_LIBS)
 include tests/integration/perf.mk
 include tests/integration/hostile.mk
 include tests/bench/local.mk
+
+# The engine's "are the CPUs crowded?" sampler (daemon/base/cpuload.c).
+check_PROGRAMS += tests/unit/test-cpuload
+TESTS += tests/unit/test-cpuload
+tests_unit_test_cpuload_SOURCES = tests/unit/test-cpuload.c tests/unit/tap.h \
+	daemon/base/cpuload.c daemon/base/cpuload.h

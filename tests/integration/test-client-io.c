@@ -505,6 +505,12 @@ static void api_errors(struct rp_client *a, struct rp_client *b)
 		die("api: alloc", st);
 	check(rp_region_len(rb) == 8192, "lengths round up to the page size (5000 -> %zu)",
 	      rp_region_len(rb));
+	check(rp_set_wait_mode(a, 7) == -EINVAL && rp_set_wait_mode(NULL, RP_WAIT_BUSY) == -EINVAL,
+	      "an unknown wait mode, or no client, gives -EINVAL");
+	check(rp_set_wait_mode(a, RP_WAIT_ADAPTIVE) == 0, "the adaptive wait mode is taken");
+	st = rp_relax(a);
+	check(rp_relax(NULL) == -EINVAL && (st == 0 || st == 1),
+	      "rp_relax: -EINVAL without a client, else 0 or 1 (yielded: %d)", st);
 	check(rp_region_export(rb, "api-x", RP_ACCESS_REMOTE_WRITE | RP_ACCESS_REMOTE_READ) == 0,
 	      "export");
 	check(rp_region_export(rro, "api-x", RP_ACCESS_REMOTE_READ) == -EEXIST,

@@ -1,7 +1,7 @@
 #!/bin/bash
 # librdmaproxy exports exactly the symbols of its version script, each under
-# the version node that lists it (RDMAPROXY_1, RDMAPROXY_1.1 for what came
-# later), from librdmaproxy.so.1; the header stands alone in C and C++.
+# the version node that lists it (RDMAPROXY_1, then RDMAPROXY_1.1 and 1.2 for
+# what came later), from librdmaproxy.so.1; the header stands alone in C and C++.
 . "$(dirname "$0")/lib.sh"
 
 SO="$top_builddir/libclient/.libs/librdmaproxy.so.1"
@@ -23,8 +23,9 @@ awk '/^RDMAPROXY_[0-9.]* *\{/ { node = $1 } \
 	sort >"$T_DIR/want-versions"
 nm -D --defined-only "$SO" | awk '$2 ~ /^[TDBRVW]$/ { print $3 }' | sort >"$T_DIR/versions"
 diff "$T_DIR/want-versions" "$T_DIR/versions" >"$T_DIR/vdiff" &&
-	grep -q '^rp_region_export_acl@@RDMAPROXY_1.1$' "$T_DIR/versions"
-ok $? "every exported symbol carries the version of its node (RDMAPROXY_1, RDMAPROXY_1.1)"
+	grep -q '^rp_region_export_acl@@RDMAPROXY_1.1$' "$T_DIR/versions" &&
+	grep -q '^rp_relax@@RDMAPROXY_1.2$' "$T_DIR/versions"
+ok $? "every exported symbol carries the version of its node (RDMAPROXY_1, 1.1, 1.2)"
 diag "$T_DIR/vdiff"
 for f in $(cat "$T_DIR/listed"); do
 	grep -q "RP_EXPORT [^;]*\b$f(" "$top_srcdir/include/rdmaproxy.h" || echo "$f"

@@ -24,7 +24,6 @@
 #include "perf.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,7 +190,7 @@ static int reap(struct perf_client *pc, bool may_sleep, uint32_t op,
 	if (n == 0 && may_sleep && pc->o->events)
 		n = rp_wait(pc->c, comps, 64, 100);
 	else if (n == 0)
-		sched_yield(); /* the daemon may need this CPU to make progress */
+		rp_relax(pc->c); /* yields if the daemon may need this CPU to make progress */
 	if (n < 0)
 		return fail(n, "reaping completions");
 	for (i = 0; i < n; i++) {
@@ -361,9 +360,8 @@ static int spin_for_byte(struct perf_client *pc, volatile uint8_t *p, uint8_t v)
 	double t0 = 0;
 
 	while (__atomic_load_n(p, __ATOMIC_ACQUIRE) != v) {
-		if (++spins % 16 == 0)
-			sched_yield(); /* see reap() */
-		if (spins % (1u << 16))
+		rp_relax(pc->c); /* see reap() */
+		if (++spins % (1u << 16))
 			continue;
 		if (!t0)
 			t0 = perf_now_us();

@@ -17,7 +17,6 @@
 #include "perf.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,7 +175,7 @@ static int serve_send(struct srv *s, void (*on_recv)(struct srv *, const struct 
 			return n;
 		idle = n ? 0 : idle + 1;
 		if (idle)
-			sched_yield(); /* the daemon may need this CPU */
+			rp_relax(s->c); /* yields if the daemon may need this CPU */
 		if (n == 0 && idle % SPIN_CTL_CHECK == 0 && (r = check_ctl(s)) < 0)
 			return r;
 		if (s->finish && s->count >= s->want)
@@ -201,9 +200,8 @@ static int serve_write_lat(struct srv *s)
 	for (;;) {
 		v = __atomic_load_n(in, __ATOMIC_ACQUIRE);
 		if (v == last) {
-			if (++spins % 16 == 0)
-				sched_yield();
-			if (spins % (1u << 16) == 0 && perf_fd_closed(s->ctl))
+			rp_relax(s->c);
+			if (++spins % (1u << 16) == 0 && perf_fd_closed(s->ctl))
 				return -EPIPE; /* the client gave up (FINISH comes after v == 0) */
 			continue;
 		}
