@@ -18,7 +18,9 @@
  *   stress PEER NAME NPROC NOPS SIZE [BASE]  NPROC clients at once, each writing
  *                              and reading back its own slice (BASE + i) NOPS times.
  *   storm PEER NAME SECONDS SIZE DEPTH  keep DEPTH writes/reads in flight for
- *                              SECONDS (the peer gets killed meanwhile); every
+ *                              SECONDS, or with SECONDS 0 until stdin closes
+ *                              (the peer gets killed meanwhile); print
+ *                              "flowing" after the first successful op; every
  *                              op must be reported exactly once.
  *   hold PEER NAME             open NAME, print "opened", wait for a line on
  *                              stdin, write 1 byte, print the status name.
@@ -40,6 +42,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,6 +345,17 @@ static int open_when_linked(struct rp_client *c, const char *peer, const char *n
 	return e;
 }
 
+/* Nothing more to read on stdin (closed, or an error): the driver says stop. */
+static bool stdin_closed(void)
+{
+	struct pollfd p = { .fd = 0, .events = POLLIN };
+	char buf[64];
+
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	return read(0, buf, sizeof(buf)) <= 0;
+}
+
 static int do_storm(const char *peer, const char *name, double secs, size_t size, int depth)
 {
 	struct rp_client *c = conn();
@@ -352,7 +366,8 @@ static int do_storm(const char *peer, const char *name, double secs, size_t size
 	uint64_t next = 0, done = 0, ok = 0, down = 0, unknown = 0, stale = 0, other = 0, dup = 0;
 	uint64_t max_ops = 10000000;
 	int e, i, n, inflight = 0;
-	double end = now_s() + secs, drain_deadline = 0;
+	bool running = true;
+	double end, drain_deadline = 0;
 
 	seen = calloc(max_ops, 1);
 	if ((e = rp_region_alloc(c, pages(size), 0, &src)) < 0 ||
@@ -360,8 +375,11 @@ static int do_storm(const char *peer, const char *name, double secs, size_t size
 		fprintf(stderr, "storm: %s\n", rp_strerror(e));
 		return 2;
 	}
-	while (now_s() < end || inflight) {
-		while (now_s() < end && inflight < depth && next < max_ops) {
+	end = now_s() + secs; /* SECONDS of traffic, however long the set-up took */
+	while (running || inflight) {
+		if (running)
+			running = secs > 0 ? now_s() < end : !stdin_closed();
+		while (running && inflight < depth && next < max_ops) {
 			e = next & 1 ? rp_read(c, src, 0, rm, 0, size, next, 0)
 				     : rp_write(c, src, 0, rm, 0, size, next, 0);
 			if (e < 0)
@@ -369,13 +387,19 @@ static int do_storm(const char *peer, const char *name, double secs, size_t size
 			next++;
 			inflight++;
 		}
-		if (now_s() >= end && !drain_deadline)
-			drain_deadline = now_s() + 20; /* every op must be reported by then */
+		if (!running && !drain_deadline)
+			drain_deadline = now_s() + 60; /* every op must be reported by then */
 		n = rp_wait(c, comp, 64, 100);
-		if (n < 0)
+		if (n < 0) {
+			fprintf(stderr, "storm: rp_wait: %s\n", rp_strerror(n));
 			return 3;
-		if (n == 0 && drain_deadline && now_s() > drain_deadline)
+		}
+		if (n == 0 && drain_deadline && now_s() > drain_deadline) {
+			fprintf(stderr,
+				"storm: %d ops still unreported 60 s after the last submission\n",
+				inflight);
 			break;
+		}
 		for (i = 0; i < n; i++) {
 			uint64_t k = comp[i].cookie;
 
@@ -385,9 +409,10 @@ static int do_storm(const char *peer, const char *name, double secs, size_t size
 			}
 			inflight--;
 			done++;
-			if (comp[i].status == 0)
-				ok++;
-			else if (comp[i].status == -RP_EPEERDOWN)
+			if (comp[i].status == 0) {
+				if (!ok++)
+					printf("flowing\n");
+			} else if (comp[i].status == -RP_EPEERDOWN)
 				down++;
 			else if (comp[i].status == -RP_EOUTCOME)
 				unknown++;

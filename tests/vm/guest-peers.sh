@@ -199,7 +199,7 @@ one_guest() {
 	said st2 ready
 	io A stress B st2 2 100 64K >"$D/other.out" 2>&1 &
 	other=$!
-	sleep 2
+	wait_for 120 grep -q flowing "$D/victim.out"
 	kill -KILL $victim
 	wait $victim 2>/dev/null
 	wait $other
@@ -234,7 +234,7 @@ one_guest() {
 	finish e1
 	io A storm B e2 4 64K 8 >"$D/cotenant.out" 2>&1 &
 	co=$!
-	sleep 1
+	wait_for 120 grep -q flowing "$D/cotenant.out"
 	echo go >&"${SP_FD[hold]}"
 	said hold "status="
 	finish hold
@@ -298,7 +298,7 @@ one_guest() {
 	mark_a=$(lines A)
 	io A storm B e2 4 64K 8 >"$D/cotenant2.out" 2>&1 &
 	co=$!
-	sleep 1
+	wait_for 120 grep -q flowing "$D/cotenant2.out"
 	echo go >&"${SP_FD[hold5]}"
 	said hold5 "status=" 30
 	finish hold5
@@ -324,19 +324,22 @@ one_guest() {
 	said k ready
 	spawn hold2 A hold B k
 	said hold2 opened
-	io A storm B k 6 64K 32 >"$D/storm.out" 2>&1 &
-	storm=$!
-	sleep 2
+	# The storm runs until its stdin closes: from its first successful op
+	# until after A has seen the link go, however slow the machine is.
+	spawn storm A storm B k 0 64K 32
+	said storm flowing 120
 	mark_a=$(lines A)
 	kill -KILL "${PID[B]}"
 	wait "${PID[B]}" 2>/dev/null
-	wait $storm
+	wait_for 60 sh -c "tail -n +$mark_a '$D/A.log' | grep -q 'verbs peer .*: connection closed'"
+	seen=$?
+	finish storm
 	rc=$?
 	diag "$D/storm.out"
 	[ $rc -eq 0 ] && grep -q "ok=[1-9]" "$D/storm.out"
 	ok $? "peer killed mid-transfer: every op reported exactly once (ok, peer down or outcome unknown)"
 	finish k
-	wait_for 20 sh -c "tail -n +$mark_a '$D/A.log' | grep -q 'verbs peer .*: connection closed'"
+	[ $seen -eq 0 ]
 	ok $? "A's transport saw the connection go ($(tail -n +"$mark_a" "$D/A.log" | grep -m1 -o 'connection closed: .*'))"
 	start B
 	up A B 30 "$mark_a"
@@ -392,8 +395,7 @@ two_guests() {
 			ok $? "$sz B: notified after the data landed and received the message on g0, checksums match A's" ||
 				diag "$D/exp$sz.out"
 		done
-		await storm-running
-		sleep 2
+		await storm-running 300
 		kill -KILL "${PID[B]}"
 		wait "${PID[B]}" 2>/dev/null
 		finish st
@@ -424,10 +426,14 @@ two_guests() {
 		spawn hold2 A hold B k
 		said hold2 opened
 		mark_a=$(lines A)
-		io A storm B k 8 64K 32 >"$D/storm.out" 2>&1 &
-		storm=$!
+		# Until its stdin closes: from its first successful op until A has
+		# seen the link go (the kill on g0 lands mid-transfer, however slow).
+		spawn storm A storm B k 0 64K 32
+		said storm flowing 120
 		mark storm-running
-		wait $storm
+		wait_for 120 sh -c "tail -n +$mark_a '$D/A.log' | grep -q 'verbs peer .*: connection closed'"
+		ok $? "A's transport saw the connection to the killed g0 go"
+		finish storm
 		rc=$?
 		diag "$D/storm.out"
 		mark storm-done
