@@ -213,6 +213,8 @@ static int poll_session(struct engine *e, struct engine_ent *ent)
 		atomic_store_explicit(&s->rings.v.info->daemon_passes, (uint32_t)e->st.passes,
 				      memory_order_relaxed);
 		atomic_store_explicit(&s->rings.v.info->cpus, e->cpus, memory_order_relaxed);
+		atomic_store_explicit(&s->rings.v.info->daemon_work, (uint32_t)e->st.busy_passes,
+				      memory_order_relaxed);
 	}
 	if (!xfer_pending(s)) {
 		if (e->now - ent->last_ns < e->spin_ns)
@@ -285,6 +287,7 @@ static void run(struct engine *e)
 		flush(e);
 		e->st.passes++;
 		idle = work ? 0 : idle + 1;
+		e->st.busy_passes += work != 0;
 		if (pass % CLOCK_PASSES == 0)
 			tick(e);
 		if (e->now - start >= BUDGET_NS) {

@@ -32,7 +32,7 @@ struct engine_ops {
 };
 
 struct engine_stats {
-	uint64_t passes, sleeps, wakeups, yields;
+	uint64_t passes, busy_passes, sleeps, wakeups, yields;
 };
 
 int engine_new(uv_loop_t *loop, struct core *core, struct rdev *rdev, struct vlocal *vlocal,

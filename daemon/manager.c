@@ -3,6 +3,7 @@
 #include "manager.h"
 
 #include <errno.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +300,33 @@ static void keep_running(struct config *old, struct config *new)
 	new->retry_count = old->retry_count;
 }
 
+/*
+ * Give the engine's thread (this one) the configured priority: while more
+ * processes are runnable than there are CPUs, every client's operations
+ * wait for the engine, and a fair share of a CPU (one task among many) is
+ * not enough (librdmaproxy's waiting leaves the engine the CPU while it
+ * runs; a higher weight makes the scheduler give it one). Lowering the nice
+ * value needs CAP_SYS_NICE or RLIMIT_NICE: under the shipped unit, Nice=
+ * sets it before the daemon starts and this finds nothing to do.
+ */
+static void apply_nice(int want)
+{
+	int cur;
+
+	if (want == CONFIG_NICE_KEEP)
+		return;
+	errno = 0;
+	cur = getpriority(PRIO_PROCESS, 0);
+	if (errno == 0 && cur == want)
+		return;
+	if (setpriority(PRIO_PROCESS, 0, want) < 0)
+		log_notice("cannot set the engine's nice value to %d (it stays %d): %s; start the "
+			   "daemon with it (systemd: Nice=%d), or set nice = keep",
+			   want, cur, strerror(errno), want);
+	else
+		log_info("engine runs at nice %d", want);
+}
+
 static void reload_rejected(const char *err, char *msg, size_t msglen)
 {
 	log_err("reload rejected, keeping the running configuration: %s", err);
@@ -320,6 +348,7 @@ static unsigned reload_apply(struct manager *m, struct config *cfg, char *msg, s
 	m->admin.cfg = cfg;
 	peers_reload(m->peers, cfg); /* dial added peers, drain and close removed ones */
 	log_set_level(cfg->log_level);
+	apply_nice(cfg->nice);
 	restart_list(restart, list, sizeof(list));
 	log_info("reloaded %s: log level %s, %zu peer(s)", m->config_path,
 		 log_level_name(cfg->log_level), cfg->n_peers);
@@ -580,6 +609,7 @@ int manager_new(const char *config_path, struct manager **ret)
 		goto out_free;
 	}
 	log_set_level(m->cfg->log_level);
+	apply_nice(m->cfg->nice);
 	m->lp = calloc(1, sizeof(*m->lp));
 	if (!m->lp) {
 		r = -ENOMEM;

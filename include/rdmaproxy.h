@@ -300,9 +300,12 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
 /*
  * For an application that spins on rp_poll() in a loop of its own: call it
  * after a poll that found nothing. It executes the CPU's pause instruction
- * and, while the daemon says the host has more runnable tasks than CPUs,
- * yields the CPU (sched_yield) so that the daemon and other clients run. It
- * never sleeps. Returns 1 if it yielded, 0 if not, -EINVAL.
+ * and, while the daemon says the host has more runnable tasks than CPUs and
+ * its engine has stopped moving for a microsecond or so (it is not running,
+ * and may need this CPU), yields the CPU (sched_yield). While the engine
+ * runs on another CPU it does not: spinning then pays, and a yield would
+ * only hand this CPU to another spinner. It never sleeps. Returns 1 if it
+ * yielded, 0 if not, -EINVAL.
  */
 RP_EXPORT int rp_relax(struct rp_client *c);
 /*
@@ -325,7 +328,8 @@ enum rp_wait_mode {
 	/*
 	 * For a shared host (the default): spin a short, adaptive while (with
 	 * `pause`; yielding the CPU too while more tasks are runnable than there
-	 * are CPUs), then sleep on the doorbell.
+	 * are CPUs and the daemon's engine is not running), then sleep on the
+	 * doorbell.
 	 */
 	RP_WAIT_ADAPTIVE = 0,
 	/* For a thread pinned to a core of its own: poll until the timeout, no yield, no sleep. */

@@ -69,7 +69,16 @@ struct rp_ring_info {
 	 * a daemon that does not say): it yields the CPU between polls.
 	 */
 	_Atomic uint32_t cpus;
-	uint8_t reserved[32];
+	/*
+	 * Stored with daemon_passes: the number of the engine's passes that
+	 * found work (for any client). While the CPUs are crowded, a client
+	 * spins without yielding only while this moves: the daemon is then
+	 * running and busy, and a completion is microseconds away. An engine
+	 * spinning idle moves daemon_passes but not this: whatever the client
+	 * waits for (the daemon may be waiting for a client too) needs a CPU.
+	 */
+	_Atomic uint32_t daemon_work;
+	uint8_t reserved[28];
 };
 _Static_assert(sizeof(struct rp_ring_info) == 64, "rp_ring_info");
 

@@ -65,9 +65,11 @@ struct rp_client {
 	uint32_t sq_tail; /* private producer index */
 	uint32_t cq_head; /* private consumer index */
 	bool dead;
-	bool fd_user;	   /* rp_fd() was asked for: empty polls must leave the doorbell armed */
-	uint8_t wait_mode; /* enum rp_wait_mode */
-	uint32_t spin_ns;  /* rp_wait()'s current spin before sleeping (adaptive) */
+	bool fd_user;	      /* rp_fd() was asked for: empty polls must leave the doorbell armed */
+	uint8_t wait_mode;    /* enum rp_wait_mode */
+	uint32_t spin_ns;     /* rp_wait()'s current spin before sleeping (adaptive) */
+	uint32_t relax_seen;  /* rp_relax(): the engine's count of busy passes it last saw */
+	uint32_t relax_calls; /* rp_relax(): calls since the engine last moved */
 	uint64_t next_check_ns; /* when an empty poll or a submission next looks at the socket */
 	struct op_slot *ops;
 	uint32_t n_ops;		    /* slots allocated */

@@ -26,10 +26,21 @@
 #define SPIN_MIN_NS 2000u
 #define SPIN_MAX_NS 200000u
 #define SPIN_START_NS 20000u
-/* Polls with `pause` before each further poll of a spin may yield the CPU. */
-#define PAUSE_POLLS 32u
 /* A spin ends when the daemon's engine has not moved for this long. */
 #define STILL_NS 20000u
+/*
+ * While more tasks are runnable than there are CPUs, spinning only pays
+ * while the daemon's engine is running and working on another CPU (its
+ * count of passes with work moves: the rule of the kernel's
+ * mutex_spin_on_owner): a yield then would only cost a system call and hand
+ * this CPU to another spinner. Once it has done no work for this long, the
+ * engine is not running, or is idle because what it waits for (a client,
+ * maybe the one this waiter waits for) needs a CPU: the waiter yields
+ * between polls.
+ */
+#define OWNER_STILL_NS 2000u
+/* rp_relax() calls without the engine moving before it yields (about OWNER_STILL_NS). */
+#define RELAX_STILL_CALLS 32u
 
 static uint64_t now_ns(clockid_t clk)
 {
@@ -354,20 +365,20 @@ static void cpu_relax(void)
 
 /*
  * Poll until a completion comes or @until (ns) passes, with `pause` between
- * polls. The adaptive spin (@watch) also yields the CPU between polls while
- * the daemon says the CPUs are crowded (rp-ring.h: more runnable tasks than
- * CPUs), so that the daemon, or the peer we wait for, gets this CPU; with a
- * CPU to spare, yielding would only cost a system call per poll. With
- * @watch, give up as soon as the daemon's engine stops moving (the ring's
- * daemon_passes): it is asleep or not running, and spinning would only take a
- * CPU it may need. The busy spin (a thread on a core of its own) never yields.
+ * polls. With @watch (the adaptive wait), give up as soon as the daemon's
+ * engine (the ring's daemon_passes) has not moved for STILL_NS: it is asleep
+ * or not running, and spinning would only take a CPU it may need; while the
+ * daemon says the CPUs are crowded (rp-ring.h: more runnable tasks than
+ * CPUs), also yield between polls once it has done no work (daemon_work) for
+ * OWNER_STILL_NS. The busy spin (a thread on a core of its own) never yields.
  */
 static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint64_t until,
 		bool watch)
 {
-	uint32_t seen = atomic_load_explicit(&c->v.info->daemon_passes, memory_order_relaxed);
-	uint64_t now, moved = now_ns(CLOCK_MONOTONIC);
-	bool polite = watch; /* until the daemon says there is a CPU to spare */
+	const struct rp_ring_info *info = c->v.info;
+	uint32_t seen = atomic_load_explicit(&info->daemon_passes, memory_order_relaxed);
+	uint32_t worked = atomic_load_explicit(&info->daemon_work, memory_order_relaxed), v;
+	uint64_t now, moved = now_ns(CLOCK_MONOTONIC), busy = moved;
 	unsigned polls = 0;
 	int n;
 
@@ -375,36 +386,51 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 		n = rp_poll(c, comps, max);
 		if (n != 0)
 			return n;
-		if (++polls > PAUSE_POLLS && polite)
-			sched_yield();
-		else
-			cpu_relax();
-		if (polls % 8)
+		cpu_relax();
+		if (++polls % 8)
 			continue;
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= until)
 			return 0;
 		if (!watch)
 			continue;
-		polite = atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) !=
-			 RP_CPUS_FREE;
-		n = (int)atomic_load_explicit(&c->v.info->daemon_passes, memory_order_relaxed);
-		if ((uint32_t)n != seen) {
-			seen = (uint32_t)n;
+		v = atomic_load_explicit(&info->daemon_passes, memory_order_relaxed);
+		if (v != seen) {
+			seen = v;
 			moved = now;
 		} else if (now - moved > STILL_NS) {
 			return 0;
+		}
+		v = atomic_load_explicit(&info->daemon_work, memory_order_relaxed);
+		if (v != worked) {
+			worked = v;
+			busy = now;
+		} else if (now - busy > OWNER_STILL_NS &&
+			   atomic_load_explicit(&info->cpus, memory_order_relaxed) !=
+				   RP_CPUS_FREE) {
+			sched_yield();
 		}
 	}
 }
 
 RP_EXPORT int rp_relax(struct rp_client *c)
 {
+	uint32_t p;
+
 	if (!c)
 		return -EINVAL;
 	cpu_relax();
 	if (atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) == RP_CPUS_FREE)
 		return 0;
+	p = atomic_load_explicit(&c->v.info->daemon_work, memory_order_relaxed);
+	if (p != c->relax_seen) {
+		c->relax_seen = p; /* busy on another CPU: spinning pays */
+		c->relax_calls = 0;
+		return 0;
+	}
+	if (++c->relax_calls < RELAX_STILL_CALLS)
+		return 0;
+	c->relax_calls = 0;
 	sched_yield();
 	return 1;
 }

@@ -555,6 +555,23 @@ static int set_admin_group(struct parser *p, const struct key_def *k, const char
 	return resolve_id(p, k, value, true, &p->cfg->admin_gid);
 }
 
+static int set_nice(struct parser *p, const struct key_def *k, const char *value)
+{
+	uint64_t v;
+	bool neg = value[0] == '-';
+
+	if (!strcmp(value, "keep")) {
+		p->cfg->nice = CONFIG_NICE_KEEP;
+		return 0;
+	}
+	if (parse_uint(value + neg, 0, neg ? 20 : 19, &v) < 0)
+		return fail(p, p->line, -EINVAL,
+			    "invalid value '%s' for nice: use keep or an integer from -20 to 19",
+			    value);
+	p->cfg->nice = neg ? -(int)v : (int)v;
+	return 0;
+}
+
 /* [verbs], [limits] and [peers] */
 
 static int set_u32(struct parser *p, const struct key_def *k, const char *value)
@@ -808,6 +825,7 @@ static const struct key_def daemon_keys[] = {
 	{ .name = "allowed_users", .set = set_allowed_users },
 	{ .name = "allowed_groups", .set = set_allowed_groups },
 	{ .name = "admin_group", .set = set_admin_group },
+	{ .name = "nice", .set = set_nice },
 	{ 0 },
 };
 
@@ -1139,6 +1157,7 @@ static struct config *config_new(const char *name)
 		.listen_port = RP_DEFAULT_PEER_PORT,
 		.log_level = LOG_INFO,
 		.admin_gid = (gid_t)-1,
+		.nice = -10,
 		.gid_index = -1,
 		.cq_depth = 4096,
 		.sq_depth = 512,

@@ -48,6 +48,9 @@ struct peer_conf {
 	unsigned exports_line, export_ids_line; /* where they were set (0: not), for messages */
 };
 
+/* nice = keep: leave the daemon's priority as it was started (systemd's Nice=). */
+#define CONFIG_NICE_KEEP 100
+
 struct config {
 	char *path;
 
@@ -67,6 +70,7 @@ struct config {
 	gid_t *allowed_gids;
 	size_t n_allowed_gids;
 	gid_t admin_gid; /* (gid_t)-1: only root is admin */
+	int nice;	 /* of the engine's thread; default -10; CONFIG_NICE_KEEP: as started */
 
 	/* [verbs] */
 	char *device;	      /* NULL: first device with an active port */

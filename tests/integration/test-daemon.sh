@@ -97,6 +97,22 @@ sleep 0.2
 [ "$n_before" -gt 0 ] && [ "$(grep -c 'connected: pid' "$LOG")" -eq "$n_before" ]
 ok $? "the reloaded log level is applied"
 
+# nice: the engine's thread (the main one) gets -10 by default, or says why not
+nice_of() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $17 }'; }
+if [ "$(id -u)" -eq 0 ]; then
+	[ "$(nice_of "$PID")" = -10 ]
+	ok $? "the engine runs at nice -10 by default ($(nice_of "$PID"))"
+else
+	grep -q "cannot set the engine's nice value to -10" "$LOG"
+	ok $? "without CAP_SYS_NICE the daemon says it cannot set nice -10, and runs on"
+fi
+write_conf "$CONF" "nice = 5"
+sed -i 's/^log_level = debug/log_level = warning/' "$CONF"
+kill -HUP "$PID"
+nice_is() { [ "$(nice_of "$PID")" = "$1" ]; }
+wait_for 5 nice_is 5
+ok $? "a reload applies nice = 5 ($(nice_of "$PID"))"
+
 # reload: a broken config is rejected and the running one kept
 printf '[daemon]\nsocket = relative/path\n' >"$CONF"
 kill -HUP "$PID"

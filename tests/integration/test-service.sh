@@ -45,6 +45,8 @@ ok $? "the service runs as rdmaproxy, the user its sysusers.d fragment creates"
 ok $? "with no capability at all, and no way to gain one"
 [ "$(prop LimitMEMLOCK)" = infinity ]
 ok $? "locked memory comes from LimitMEMLOCK=infinity, not CAP_IPC_LOCK"
+[ "$(prop Nice)" = -10 ]
+ok $? "the engine gets a CPU while processes outnumber CPUs: Nice=-10 (its filter refuses setpriority)"
 [ "$(prop PrivateDevices)" = yes ] && [ "$(prop BindPaths)" = -/dev/infiniband ] &&
 	[ "$(prop DevicePolicy)" = closed ] && grep -q '^DeviceAllow=char-uverbs rw$' "$UNIT" &&
 	grep -q '^DeviceAllow=/dev/infiniband/rdma_cm rw$' "$UNIT"

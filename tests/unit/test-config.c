@@ -204,6 +204,7 @@ static void test_defaults(void)
 	tap_is_int(cfg->log_level, LOG_INFO, "default: log_level");
 	tap_is_int(cfg->n_allowed_uids + cfg->n_allowed_gids, 0, "default: no allow lists");
 	tap_is_int(cfg->admin_gid, (gid_t)-1, "default: admin_group");
+	tap_is_int(cfg->nice, -10, "default: nice");
 	tap_ok(cfg->device == NULL, "default: device");
 	tap_is_int(cfg->port_num, 0, "default: port");
 	tap_is_int(cfg->gid_index, -1, "default: gid_index");
@@ -238,6 +239,7 @@ static void test_every_key(void)
 		      "allowed_users = root, 1234 5678\n"
 		      "allowed_groups = 4242,root\n"
 		      "admin_group = 77\n"
+		      "nice = -20\n"
 		      "[verbs]\n"
 		      "device = rxe0\n"
 		      "port = 2\n"
@@ -276,6 +278,7 @@ static void test_every_key(void)
 		       cfg->allowed_gids[1] == 0,
 	       "allowed_groups");
 	tap_is_int(cfg->admin_gid, 77, "admin_group numeric");
+	tap_is_int(cfg->nice, -20, "nice");
 	tap_is_str(cfg->device, "rxe0", "device");
 	tap_ok(cfg->port_num == 2 && cfg->gid_index == 3, "port and gid_index");
 	tap_ok(cfg->cq_depth == 16 && cfg->sq_depth == 32768 && cfg->rq_depth == 1,
@@ -292,7 +295,7 @@ static void test_every_key(void)
 	if (!a || !b)
 		return;
 	tap_ok(!strcmp(a->host, "10.0.0.2") && a->port == RP_DEFAULT_PEER_PORT &&
-		       a->transport == RP_TRANSPORT_AUTO && a->line == 28,
+		       a->transport == RP_TRANSPORT_AUTO && a->line == 29,
 	       "peer a: default port and transport, header line");
 	tap_ok(a->key_len == 32 && !memcmp(a->key, KEY32, 32), "peer a: key, newline trimmed");
 	tap_ok(!strncmp(a->key_file, tmpdir, strlen(tmpdir)) && strstr(a->key_file, "/good.key"),
@@ -328,6 +331,18 @@ static void test_syntax(void)
 	check_einval("[daemon] extra\n", "1: unexpected text after section header",
 		     "text after section header");
 	check_einval("[daemon]\nlog_level =\n", "2: empty value for log_level", "empty value");
+	check_einval("[daemon]\nnice = -21\n",
+		     "2: invalid value '-21' for nice: use keep or an integer from -20 to 19",
+		     "nice below -20");
+	check_einval("[daemon]\nnice = 20\n",
+		     "2: invalid value '20' for nice: use keep or an integer from -20 to 19",
+		     "nice above 19");
+	check_einval("[daemon]\nnice = +5\n",
+		     "2: invalid value '+5' for nice: use keep or an integer from -20 to 19",
+		     "nice with a plus sign");
+	check_einval("[daemon]\nnice = --5\n",
+		     "2: invalid value '--5' for nice: use keep or an integer from -20 to 19",
+		     "nice with two signs");
 	check_einval("[daemon]\r\nfoo = 1\r\n", "2: unknown key 'foo' in section [daemon]",
 		     "CRLF line numbers");
 	{
@@ -370,6 +385,21 @@ static void check_socket_too_long(void)
 	text = xasprintf("[daemon]\nsocket = %s\n", path);
 	config_free(load_ok(text, "socket path of 107 bytes"));
 	free(text);
+}
+
+static void test_nice(void)
+{
+	struct config *cfg;
+
+	cfg = load_ok("[daemon]\nnice = keep\n", "nice = keep");
+	tap_ok(cfg && cfg->nice == CONFIG_NICE_KEEP, "nice = keep leaves the priority alone");
+	config_free(cfg);
+	cfg = load_ok("[daemon]\nnice = 19\n", "nice = 19");
+	tap_ok(cfg && cfg->nice == 19, "nice = 19");
+	config_free(cfg);
+	cfg = load_ok("[daemon]\nnice = -0\n", "nice = -0");
+	tap_ok(cfg && cfg->nice == 0, "nice = -0 is 0");
+	config_free(cfg);
 }
 
 static void test_daemon_values(void)
@@ -826,6 +856,7 @@ int main(void)
 	test_every_key();
 	test_syntax();
 	test_daemon_values();
+	test_nice();
 	test_listen_forms();
 	test_peer_admission();
 	test_verbs_limits_values();
