@@ -49,6 +49,10 @@
 #define LOOK_NS 10000u
 /* The clock is read once every this many passes. */
 #define CLOCK_PASSES 16u
+/* A client's ring says the engine is running at least once per this many passes. */
+#define PUBLISH_PASSES 8u
+/* An idle spin reads the clock once every this many passes while it only pauses. */
+#define IDLE_CLOCK_PASSES 4u
 /* Idle passes spent with `pause` before each further one yields the CPU, if crowded. */
 #define PAUSE_PASSES 8u
 /* The idle spin before sleeping adapts between these. */
@@ -202,6 +206,30 @@ void engine_cq_event(struct engine *e)
 	run(e);
 }
 
+/*
+ * Tell @ent's client how the engine is doing (rp-ring.h). Its client reads
+ * this line while it spins, so every store here moves the line between
+ * CPUs: store only what changed, and the pass count only every
+ * PUBLISH_PASSES passes (the client looks at it on a scale of microseconds).
+ */
+static void publish(struct engine *e, struct engine_ent *ent, struct rp_ring_info *info)
+{
+	uint32_t passes = (uint32_t)e->st.passes, work = (uint32_t)e->st.busy_passes;
+
+	if (passes - ent->pub_passes >= PUBLISH_PASSES) {
+		ent->pub_passes = passes;
+		atomic_store_explicit(&info->daemon_passes, passes, memory_order_relaxed);
+	}
+	if (work != ent->pub_work) {
+		ent->pub_work = work;
+		atomic_store_explicit(&info->daemon_work, work, memory_order_relaxed);
+	}
+	if (e->cpus != ent->pub_cpus) {
+		ent->pub_cpus = e->cpus;
+		atomic_store_explicit(&info->cpus, e->cpus, memory_order_relaxed);
+	}
+}
+
 /* One session's ring in a pass: 1 if it had work. */
 static int poll_session(struct engine *e, struct engine_ent *ent)
 {
@@ -209,13 +237,8 @@ static int poll_session(struct engine *e, struct engine_ent *ent)
 	int r;
 
 	/* Its client may spin while this moves (rp-ring.h): we are running. */
-	if (s->rings.base) {
-		atomic_store_explicit(&s->rings.v.info->daemon_passes, (uint32_t)e->st.passes,
-				      memory_order_relaxed);
-		atomic_store_explicit(&s->rings.v.info->cpus, e->cpus, memory_order_relaxed);
-		atomic_store_explicit(&s->rings.v.info->daemon_work, (uint32_t)e->st.busy_passes,
-				      memory_order_relaxed);
-	}
+	if (s->rings.base)
+		publish(e, ent, s->rings.v.info);
 	if (!xfer_pending(s)) {
 		if (e->now - ent->last_ns < e->spin_ns)
 			return 0;
@@ -299,7 +322,12 @@ static void run(struct engine *e)
 			e->busy_at = e->now;
 			continue;
 		}
-		tick(e);
+		/*
+		 * Idle passes are short (a look at each hot ring and a `pause`):
+		 * the clock every few of them, every one once they yield.
+		 */
+		if (idle % IDLE_CLOCK_PASSES == 0 || idle > PAUSE_PASSES)
+			tick(e);
 		if (try_sleep(e)) {
 			uv_idle_stop(&e->idle);
 			break;

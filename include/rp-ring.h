@@ -55,8 +55,9 @@ struct rp_ring_info {
 	uint32_t pad;
 	uint64_t size;
 	/*
-	 * Advanced by the daemon on every pass of its engine while it polls this
-	 * ring (relaxed stores): a waiting client spins only while it moves,
+	 * Advanced by the daemon at least every few passes of its engine while it
+	 * polls this ring (relaxed stores; each field here is stored only when
+	 * it changed): a waiting client spins only while it moves,
 	 * since spinning pays only while the party it waits for is running.
 	 * Still: the daemon is asleep or descheduled, and the client should
 	 * sleep rather than take a CPU the daemon may need.

@@ -29,6 +29,7 @@ static int map_rings(struct rp_client *c, const int *fds)
 	    c->v.info->magic != RP_RING_MAGIC)
 		return -EPROTO;
 	c->sq_tail = rp_ring_load(&c->v.sq->producer);
+	c->sq_cons = rp_ring_load(&c->v.sq->consumer);
 	c->cq_head = rp_ring_load(&c->v.cq->consumer);
 	return 0;
 }

@@ -63,6 +63,7 @@ struct rp_client {
 	int sq_efd, cq_efd;
 	int ep_fd;	  /* rp_fd(): epoll of cq_efd and the socket (its hang-up) */
 	uint32_t sq_tail; /* private producer index */
+	uint32_t sq_cons; /* the daemon's consumer index as last read (ring.c: client_submit) */
 	uint32_t cq_head; /* private consumer index */
 	bool dead;
 	bool fd_user;	      /* rp_fd() was asked for: empty polls must leave the doorbell armed */

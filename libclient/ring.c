@@ -127,7 +127,16 @@ int client_submit(struct rp_client *c, const struct rp_sqe *q)
 
 	if (c->conn.fd < 0 || daemon_gone(c))
 		return -RP_EDAEMON;
-	used = rp_ring_count(c->sq_tail, rp_ring_load(&c->v.sq->consumer), c->v.sq_entries);
+	/*
+	 * The daemon's consumer index is read only when the copy we have says
+	 * the ring is full: that line changes on every pass of the daemon, and
+	 * reading it on every submission would cost a trip between CPUs.
+	 */
+	used = rp_ring_count(c->sq_tail, c->sq_cons, c->v.sq_entries);
+	if (used < 0 || used == c->v.sq_entries) {
+		c->sq_cons = rp_ring_load(&c->v.sq->consumer);
+		used = rp_ring_count(c->sq_tail, c->sq_cons, c->v.sq_entries);
+	}
 	if (used < 0)
 		return -EPROTO;
 	if (used == c->v.sq_entries)
@@ -219,6 +228,11 @@ static int reap(struct rp_client *c, struct rp_completion *comps, int max)
 
 	if (rp_ring_count(prod, c->cq_head, c->v.cq_entries) < 0)
 		return -EPROTO;
+	if (prod == c->cq_head) {
+		/* Empty: fetch the next entry's slot now (see xfer_pending() in the daemon). */
+		__builtin_prefetch(&c->v.cqes[c->cq_head & mask]);
+		return 0;
+	}
 	while (c->cq_head != prod && n < max) {
 		memcpy(&e, &c->v.cqes[c->cq_head & mask], sizeof(e));
 		err = to_completion(c, &e, &comps[n]);

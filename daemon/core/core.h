@@ -123,6 +123,7 @@ struct rings {
 	int memfd, sq_efd, cq_efd;
 	uint32_t sq_head;     /* daemon's private consumer index */
 	uint32_t cq_tail;     /* daemon's private producer index */
+	uint32_t cq_cons;     /* the client's consumer index as last read (xfer_reserve) */
 	uint32_t cq_reserved; /* promised completions not yet posted */
 };
 

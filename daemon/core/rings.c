@@ -77,7 +77,16 @@ int xfer_reserve(struct session *s)
 
 	if (s->dead || !r->base)
 		return -ENOSPC;
-	used = rp_ring_count(r->cq_tail, rp_ring_load(&r->v.cq->consumer), r->v.cq_entries);
+	/*
+	 * The client's consumer index is read only when the copy we have says
+	 * there is no room: its client stores it on every reap, and reading it
+	 * for every op would move that line between CPUs twice per op.
+	 */
+	used = rp_ring_count(r->cq_tail, r->cq_cons, r->v.cq_entries);
+	if (used < 0 || (uint64_t)used + r->cq_reserved >= r->v.cq_entries) {
+		r->cq_cons = rp_ring_load(&r->v.cq->consumer);
+		used = rp_ring_count(r->cq_tail, r->cq_cons, r->v.cq_entries);
+	}
 	if (used < 0)
 		return -EPROTO;
 	if ((uint64_t)used + r->cq_reserved >= r->v.cq_entries)
