@@ -70,6 +70,8 @@ ok $? "-c 3 exits 0"
 check_json "$T_DIR/multi.json" 'd["clients"] == 3 and all(x["ops"] == 300 and
 	x["verified"] is True for x in r)'
 ok $? "-c 3: the three clients' ops are summed (300) and verified"
+check_json "$T_DIR/multi.json" 'all(x["client_ops"] == {"min": 100, "max": 100} for x in r)'
+ok $? "-c 3: each client's ops are in client_ops (min = max = 100 with -n)"
 timeout 120 "$PERF" --json --verify --quiet -n 20 -a read >"$T_DIR/sweep.json" 2>&1
 ok $? "-a sweep exits 0"
 check_json "$T_DIR/sweep.json" '[x["size"] for x in r] == [2 ** k for k in range(1, 24)] and

@@ -505,6 +505,7 @@ static int cmp_double(const void *a, const void *b)
 
 struct agg {
 	uint64_t ops, errors, bytes;
+	uint64_t ops_min, ops_max; /* of one client: how evenly the daemon served them */
 	double secs, mibps, gbps, mops;
 	double min, median, p99, max, avg;
 	int verified;
@@ -523,6 +524,10 @@ static void aggregate(struct perf_result **per, int nw, int idx, struct agg *a)
 		const struct perf_result *r = &per[w][idx];
 
 		a->ops += r->ops;
+		if (!w || r->ops < a->ops_min)
+			a->ops_min = r->ops;
+		if (r->ops > a->ops_max)
+			a->ops_max = r->ops;
 		a->errors += r->errors;
 		a->bytes += r->bytes;
 		t0 = r->t0 < t0 ? r->t0 : t0;
@@ -624,6 +629,10 @@ static void print_json(const struct perf_opts *o, struct perf_result **per, int 
 			       (unsigned long long)a.ops, (unsigned long long)a.errors,
 			       (unsigned long long)a.bytes, a.secs,
 			       warmup_for(o, t, iters_for(o, t, size_of(o, t, k))));
+			if (nw > 1)
+				printf(",\"client_ops\":{\"min\":%llu,\"max\":%llu}",
+				       (unsigned long long)a.ops_min,
+				       (unsigned long long)a.ops_max);
 			if (o->tests[t].metric == PERF_BW)
 				printf(",\"depth\":%d,\"bw_MiBps\":%.3f,\"bw_Gbps\":%.6f,"
 				       "\"mops\":%.6f",
