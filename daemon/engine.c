@@ -21,8 +21,11 @@
  * ring says which it is, so that its library waits the same way. The spin's
  * length adapts: it grows when the engine
  * was woken right after it gave up, it shrinks when it keeps spinning for
- * nothing. Before sleeping it arms every doorbell (the clients' SQ flags,
- * the CQ's event) and looks once more, so nothing that raced is missed.
+ * nothing. Bytes from a tcp peer (engine_net) keep it spinning too, looking
+ * at the sockets every NET_LOOK_NS: a request or reply over tcp is then met
+ * by a running loop instead of a wake-up. Before sleeping it arms every
+ * doorbell (the clients' SQ flags, the CQ's event) and looks once more, so
+ * nothing that raced is missed.
  */
 #include "engine.h"
 
@@ -47,6 +50,11 @@
  * its eventfd when it submits again, and only libuv sees that.
  */
 #define LOOK_NS 10000u
+/*
+ * The same while bytes came from a tcp peer within the current spin: its
+ * socket is seen only by libuv, and a reply is often a few microseconds away.
+ */
+#define NET_LOOK_NS 2000u
 /* The clock is read once every this many passes. */
 #define CLOCK_PASSES 16u
 /* A client's ring says the engine is running at least once per this many passes. */
@@ -73,6 +81,7 @@ struct engine {
 	bool asleep;
 	uint64_t now;	   /* the clock as last read */
 	uint64_t last_cq;  /* last completion seen on the CQ */
+	uint64_t last_net; /* last bytes from a tcp peer (engine_net) */
 	uint64_t busy_at;  /* last pass with work, or last look at the doorbells */
 	uint64_t slept_at; /* when it last went to sleep */
 	uint64_t spin_ns;  /* current idle spin */
@@ -191,6 +200,17 @@ void engine_kick(struct engine *e, struct engine_ent *ent)
 	run(e);
 }
 
+void engine_net(struct engine *e)
+{
+	if (!e)
+		return;
+	woken(e);
+	tick(e);
+	e->last_net = e->now;
+	/* Spin once this loop turn is over (a pass here would delay the other sockets). */
+	uv_idle_start(&e->idle, on_idle);
+}
+
 void engine_remove(struct engine *e, struct engine_ent *ent)
 {
 	hot_unlink(e, ent);
@@ -262,7 +282,7 @@ static int poll_session(struct engine *e, struct engine_ent *ent)
 /* Everything is quiet: arm what can wake us, look once more. true: asleep. */
 static bool try_sleep(struct engine *e)
 {
-	if (e->hot || e->now - e->last_cq < e->spin_ns)
+	if (e->hot || e->now - e->last_cq < e->spin_ns || e->now - e->last_net < e->spin_ns)
 		return false;
 	if (e->rdev && rdev_cq_arm(e->rdev) == 0 && rdev_cq_drain(e->rdev) > 0) {
 		e->last_cq = e->now; /* raced: keep going */
@@ -332,7 +352,8 @@ static void run(struct engine *e)
 			uv_idle_stop(&e->idle);
 			break;
 		}
-		if (e->now - e->busy_at >= LOOK_NS) {
+		if (e->now - e->busy_at >=
+		    (e->now - e->last_net < e->spin_ns ? NET_LOOK_NS : LOOK_NS)) {
 			/* A cold session's doorbell may have rung: let libuv look, come back. */
 			e->busy_at = e->now;
 			uv_idle_start(&e->idle, on_idle);

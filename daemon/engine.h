@@ -41,6 +41,11 @@ int engine_new(uv_loop_t *loop, struct core *core, struct rdev *rdev, struct vlo
 	       struct evloop *ev, const struct engine_ops *ops, struct engine **ret);
 /* @ent's doorbell rang (its eventfd is drained by the caller): poll it, run now. */
 void engine_kick(struct engine *e, struct engine_ent *ent);
+/*
+ * Bytes came from a tcp peer: spin (looking at the sockets often) for the
+ * current idle spin, since more traffic is likely microseconds away. NULL: no-op.
+ */
+void engine_net(struct engine *e);
 /* @ent's session is going away: stop polling it. */
 void engine_remove(struct engine *e, struct engine_ent *ent);
 /* The device's completion channel is readable. */

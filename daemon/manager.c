@@ -495,6 +495,12 @@ static uint64_t new_incarnation(void)
 	return v;
 }
 
+/* Bytes came from a tcp peer: the engine spins for what follows (engine_net). */
+static void on_peer_bytes(void *arg)
+{
+	engine_net(arg);
+}
+
 /* The transports (loop glue makes them), then the peer layer on top of them. */
 static int open_peers(struct manager *m)
 {
@@ -506,7 +512,8 @@ static int open_peers(struct manager *m)
 	};
 	int r;
 
-	r = tcp_transport_new(&m->lp->loop, m->lp->ev, &env.tcp);
+	r = tcp_transport_new(&m->lp->loop, m->lp->ev, on_peer_bytes, clients_engine(m->clients),
+			      &env.tcp);
 	if (r == 0 && m->transport == RP_TRANSPORT_VERBS) {
 		r = verbs_transport_new(m->rdev, m->cfg, m->incarnation, m->lp->ev, &env.verbs);
 		if (r < 0) {

@@ -46,8 +46,10 @@ struct tcp_transport {
 	uv_tcp_t listener;
 	bool listening;
 	struct evloop *ev;
-	struct ev_timer *flusher; /* "soon": writes the corked messages at the end of the pass */
-	struct xconn *corked;	  /* connections with corked messages */
+	struct ev_timer *flusher;    /* "soon": writes the corked messages at the end of the pass */
+	struct xconn *corked;	     /* connections with corked messages */
+	void (*on_bytes)(void *arg); /* bytes came from a peer (tcp_transport_new) */
+	void *on_bytes_arg;
 };
 
 struct xconn {
@@ -283,14 +285,60 @@ static bool is_reply(uint16_t type)
 	}
 }
 
+/*
+ * Write what we can of @len bytes of @msg and @plen at @payload now, with no
+ * write request and no change to what the loop polls for. Returns the bytes
+ * written: 0 when the socket is full, writes are queued, or it failed.
+ */
+static int64_t write_now(struct xconn *x, const void *msg, size_t len, const void *payload,
+			 uint64_t plen)
+{
+	uv_buf_t bufs[2] = {
+		uv_buf_init((char *)msg, (unsigned)len),
+		uv_buf_init((char *)payload, (unsigned)plen),
+	};
+	int n;
+
+	/*
+	 * With bytes still queued it says UV_EAGAIN: order on the wire is kept.
+	 * An error is left to the queued write, whose callback reports it (this
+	 * runs inside tcp_close() too, which must not be entered again).
+	 */
+	n = uv_try_write((uv_stream_t *)&x->tcp, bufs, plen ? 2 : 1);
+	if (n < 0)
+		return 0;
+	x->progress_ms = uv_now(x->tcp.loop);
+	return n;
+}
+
 /* Write @len bytes of @msg (holding @replies replies) and @plen bytes at @payload. */
 static int write_out(struct xconn *x, const void *msg, size_t len, unsigned replies,
 		     const void *payload, uint64_t plen, const struct peer_rx *rx)
 {
 	struct wreq *w;
 	uv_buf_t bufs[2];
+	int64_t done = 0;
+	unsigned n = 0;
 	int r;
 
+	/*
+	 * Most writes go out at once: then nothing is queued, and a reply
+	 * never pauses reading. A READ's payload (@rx) is ended by on_written().
+	 */
+	if (!rx) {
+		done = write_now(x, msg, len, payload, plen);
+		if ((uint64_t)done == len + plen)
+			return 0;
+		if ((size_t)done >= len) {
+			payload = (const char *)payload + (done - (int64_t)len);
+			plen -= (uint64_t)done - len;
+			msg = (const char *)msg + len;
+			len = 0;
+		} else {
+			msg = (const char *)msg + done;
+			len -= (size_t)done;
+		}
+	}
 	w = malloc(sizeof(*w) + len);
 	if (!w)
 		return -ENOMEM;
@@ -302,9 +350,11 @@ static int write_out(struct xconn *x, const void *msg, size_t len, unsigned repl
 	w->replies = replies;
 	w->cost = sizeof(*w) + len;
 	memcpy(w->msg, msg, len);
-	bufs[0] = uv_buf_init((char *)w->msg, (unsigned)len);
-	bufs[1] = uv_buf_init((char *)payload, (unsigned)plen);
-	r = uv_write(&w->req, (uv_stream_t *)&x->tcp, bufs, plen ? 2 : 1, on_written);
+	if (len)
+		bufs[n++] = uv_buf_init((char *)w->msg, (unsigned)len);
+	if (plen)
+		bufs[n++] = uv_buf_init((char *)payload, (unsigned)plen);
+	r = uv_write(&w->req, (uv_stream_t *)&x->tcp, bufs, n, on_written);
 	if (r < 0) {
 		free(w);
 		return -ENOTCONN;
@@ -424,6 +474,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	if (n == 0)
 		return;
 	peer_x_alive(x->st.link);
+	if (x->t->on_bytes)
+		x->t->on_bytes(x->t->on_bytes_arg);
 	tstream_consumed(&x->st, (size_t)n);
 }
 
@@ -659,12 +711,15 @@ static const struct transport_ops tcp_ops = {
 	.free = tcp_free,
 };
 
-int tcp_transport_new(uv_loop_t *loop, struct evloop *ev, struct transport **ret)
+int tcp_transport_new(uv_loop_t *loop, struct evloop *ev, void (*on_bytes)(void *arg), void *arg,
+		      struct transport **ret)
 {
 	struct tcp_transport *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
+	t->on_bytes = on_bytes;
+	t->on_bytes_arg = arg;
 	if (ev_timer_new(ev, on_flush, t, &t->flusher) < 0) {
 		free(t);
 		return -ENOMEM;

@@ -10,6 +10,8 @@
 struct evloop;
 
 /* Small messages are written at the end of the engine's pass: @ev's "soon" timers. */
-int tcp_transport_new(uv_loop_t *loop, struct evloop *ev, struct transport **ret);
+/* @on_bytes(@arg) runs whenever bytes came from a peer (NULL: nothing runs). */
+int tcp_transport_new(uv_loop_t *loop, struct evloop *ev, void (*on_bytes)(void *arg), void *arg,
+		      struct transport **ret);
 
 #endif
