@@ -282,7 +282,8 @@ static int poll_session(struct engine *e, struct engine_ent *ent)
 /* Everything is quiet: arm what can wake us, look once more. true: asleep. */
 static bool try_sleep(struct engine *e)
 {
-	if (e->hot || e->now - e->last_cq < e->spin_ns || e->now - e->last_net < e->spin_ns)
+	if (e->hot || e->now - e->last_cq < e->spin_ns || e->now - e->last_net < e->spin_ns ||
+	    vlocal_busy(e->vlocal))
 		return false;
 	if (e->rdev && rdev_cq_arm(e->rdev) == 0 && rdev_cq_drain(e->rdev) > 0) {
 		e->last_cq = e->now; /* raced: keep going */

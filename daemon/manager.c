@@ -248,6 +248,8 @@ static unsigned restart_needed(const struct config *old, const struct config *ne
 		bits |= RP_RESTART_ACK_TIMEOUT;
 	if (old->retry_count != new->retry_count)
 		bits |= RP_RESTART_RETRY_COUNT;
+	if (old->local_qps != new->local_qps)
+		bits |= RP_RESTART_LOCAL_QPS;
 	return bits;
 }
 
@@ -298,6 +300,7 @@ static void keep_running(struct config *old, struct config *new)
 	new->rq_depth = old->rq_depth;
 	new->ack_timeout = old->ack_timeout;
 	new->retry_count = old->retry_count;
+	new->local_qps = old->local_qps;
 }
 
 /*
@@ -405,8 +408,8 @@ static int select_transport(struct manager *m)
 	}
 	r = rdev_open(cfg->device, cfg->port_num, cfg->cq_depth, &m->rdev, why, sizeof(why));
 	if (r == 0)
-		r = vlocal_new(m->rdev, cfg->sq_depth, cfg->gid_index, op_verbs_done, &m->vlocal,
-			       why, sizeof(why));
+		r = vlocal_new(m->rdev, cfg->sq_depth, cfg->local_qps, cfg->gid_index,
+			       op_verbs_done, &m->vlocal, why, sizeof(why));
 	if (r < 0)
 		m->rdev = rdev_free(m->rdev);
 	if (r == 0) {
@@ -666,7 +669,7 @@ struct manager *manager_free(struct manager *m)
 		if (uv_loop_close(&m->lp->loop) == UV_EBUSY)
 			log_err("event loop still has open handles at exit");
 	}
-	/* Ops still on the loopback QP report (flushed) before their sessions go. */
+	/* Ops still on the loopback QPs report (flushed) before their sessions go. */
 	m->vlocal = vlocal_free(m->vlocal);
 	op_cache_free();
 	if (m->lp)

@@ -342,7 +342,8 @@ _Static_assert(sizeof(struct rp_admin_ping_reply) == 16, "rp_admin_ping_reply");
 #define RP_RESTART_RQ_DEPTH 0x0800u	/* [verbs] recv_queue_depth */
 #define RP_RESTART_ACK_TIMEOUT 0x1000u	/* [verbs] ack_timeout */
 #define RP_RESTART_RETRY_COUNT 0x2000u	/* [verbs] retry_count */
-#define RP_RESTART_ALL 0x3fffu
+#define RP_RESTART_LOCAL_QPS 0x4000u	/* [verbs] local_queue_pairs */
+#define RP_RESTART_ALL 0x7fffu
 
 /* The setting of one RP_RESTART_* bit as "section.key", or NULL for an unknown bit. */
 static inline const char *rp_restart_setting(unsigned bit)
@@ -376,6 +377,8 @@ static inline const char *rp_restart_setting(unsigned bit)
 		return "verbs.ack_timeout";
 	case RP_RESTART_RETRY_COUNT:
 		return "verbs.retry_count";
+	case RP_RESTART_LOCAL_QPS:
+		return "verbs.local_queue_pairs";
 	default:
 		return NULL;
 	}

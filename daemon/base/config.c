@@ -838,6 +838,7 @@ static const struct key_def verbs_keys[] = {
 	U32_KEY("recv_queue_depth", rq_depth, 1, 32768),
 	U32_KEY("ack_timeout", ack_timeout, 1, 31),
 	U32_KEY("retry_count", retry_count, 0, 7),
+	U32_KEY("local_queue_pairs", local_qps, 1, 64),
 	{ 0 },
 };
 
@@ -1164,6 +1165,7 @@ static struct config *config_new(const char *name)
 		.rq_depth = 512,
 		.ack_timeout = 16,
 		.retry_count = 7,
+		.local_qps = 2,
 		.max_registered_bytes = UINT64_C(4) << 30,
 		.max_regions = 1024,
 		.max_inflight = 4096,

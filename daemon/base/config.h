@@ -81,6 +81,7 @@ struct config {
 	uint32_t rq_depth;    /* default 512 */
 	uint32_t ack_timeout; /* local ACK timeout exponent: 4.096 us * 2^n; default 16 */
 	uint32_t retry_count; /* transport retries before a QP fails; default 7 */
+	uint32_t local_qps;   /* loopback QPs for local transfers; default 2 */
 
 	/* [limits], all per uid */
 	uint64_t max_registered_bytes; /* default 4 GiB */

@@ -2,7 +2,7 @@
 /*
  * Operations: one per accepted submission, from the moment its completion
  * slot is reserved to its one completion. Whatever carries it (a copy here,
- * the verbs loopback QP, a peer transport, a posted receive waiting for a
+ * a verbs loopback QP, a peer transport, a posted receive waiting for a
  * message), it ends in op_end(), which is the only place that writes an
  * operation's completion, gives back its references and counts it.
  */

@@ -38,7 +38,7 @@ static int local_copy(struct op *op)
 	return wr ? guarded_memmove(rm, l, q->len) : guarded_memmove(l, rm, q->len);
 }
 
-/* Through the loopback QP: OP_PENDING (reported by op_verbs_done()) or <0. */
+/* Through a loopback QP: OP_PENDING (reported by op_verbs_done()) or <0. */
 static int local_verbs(struct op *op)
 {
 	struct vlocal *v = op->s->core->vlocal;

@@ -722,6 +722,7 @@ static int vp_init(struct vtransport *t, struct rdev *d, const struct config *cf
 		   uint64_t incarnation, char *why, size_t whylen)
 {
 	struct ibv_device_attr da;
+	uint32_t loop_cqes;
 	int fl, r;
 
 	t->d = d;
@@ -740,8 +741,9 @@ static int vp_init(struct vtransport *t, struct rdev *d, const struct config *cf
 	t->resp_res = da.max_qp_rd_atom < VP_RD_ATOMIC_MAX ? da.max_qp_rd_atom : VP_RD_ATOMIC_MAX;
 	t->init_depth = da.max_qp_init_rd_atom < VP_RD_ATOMIC_MAX ? da.max_qp_init_rd_atom
 								  : VP_RD_ATOMIC_MAX;
-	/* The loopback QP (verbs_local.c) may have sq_depth completions outstanding. */
-	t->cq_budget = cfg->cq_depth > cfg->sq_depth + 1 ? cfg->cq_depth - cfg->sq_depth - 1 : 0;
+	/* The loopback QPs (verbs_local.c) may have that many completions outstanding. */
+	loop_cqes = cfg->local_qps * (cfg->sq_depth + 1);
+	t->cq_budget = cfg->cq_depth > loop_cqes ? cfg->cq_depth - loop_cqes : 0;
 	r = vx_rdma_create_event_channel(&t->ch);
 	if (r < 0) {
 		snprintf(why, whylen, "rdma_create_event_channel: %s", strerror(-r));

@@ -20,7 +20,7 @@ struct ibv_context;
 /*
  * Every work request posted on the device's CQ carries, as wr_id, a pointer
  * to a struct rdev_wr embedded in its owner's state; the drain loop hands
- * each completion to that owner. So the loopback QP and every peer QP share
+ * each completion to that owner. So the loopback QPs and every peer QP share
  * one CQ without a lookup table.
  */
 struct rdev_wr {

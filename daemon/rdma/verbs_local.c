@@ -2,10 +2,14 @@
 #include "rdma/verbs_local.h"
 
 #include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rdma/rdma_dev.h"
@@ -21,9 +25,9 @@
 /* Signal at least every this many WRs, and always the last of a post list. */
 #define VL_SIGNAL_EVERY 16
 /*
- * Fairness between the flows (sessions) that share the loopback QP, whose
- * send queue is one FIFO: what is posted ahead of a flow is what it waits
- * for. Big ops go out in chunks of at most VL_CHUNK; the flows with work
+ * Fairness between the flows (sessions) that share a loopback QP (a lane),
+ * whose send queue is one FIFO: what is posted ahead of a flow is what it
+ * waits for. Big ops go out in chunks of at most VL_CHUNK; the flows with work
  * waiting take turns (deficit round robin, VL_QUANTUM bytes a turn); and
  * the bytes on the send queue are kept under VL_SHARED_BYTES while more than
  * one flow is active (VL_ALONE_BYTES for a flow on its own, enough to keep
@@ -35,15 +39,27 @@
 #define VL_SHARED_BYTES (2ull << 20)
 #define VL_ALONE_BYTES (16ull << 20)
 #define VL_FLOW_BUCKETS 256 /* power of two */
+/* A poster thread with nothing to post looks this many times more before it sleeps. */
+#define VL_POSTER_SPINS 256
+
+/* What a lane's poster thread is told (its futex word). */
+enum lane_cmd {
+	LANE_IDLE,
+	LANE_POST, /* post the list in wrv; set LANE_IDLE when done */
+	LANE_STOP,
+};
 
 struct vmr {
 	struct ibv_mr *mr;
 };
 
+struct vlane;
+
 /* The ops of one flow (a session) that wait for the send queue, in order. */
 struct vl_flow {
 	struct vl_flow *hnext;	 /* hash chain; the spare list */
 	struct vl_flow *rr_next; /* the turn order of waiting flows */
+	struct vlane *lane;	 /* its QP, for as long as it has ops */
 	const void *key;
 	struct vl_op *head, *tail;
 	uint64_t deficit; /* bytes it may still post in this turn */
@@ -67,33 +83,61 @@ struct vl_op {
 /* One send-queue slot; every WR carries one as wr_id. */
 struct vl_slot {
 	struct rdev_wr w;
-	struct vlocal *v;
+	struct vlane *l;
 	struct vl_op *op;
 	uint32_t bytes;
 };
 
-struct vlocal {
-	struct rdev *d;
+/*
+ * One loopback QP (a lane) and its send queue. The device works on
+ * different QPs in parallel (rxe: one kernel task per QP), so the flows are
+ * spread over several lanes; a flow stays on its lane while it has ops
+ * queued or posted, which keeps its ops in order.
+ */
+struct vlane {
+	struct vlocal *v;
 	struct ibv_qp *qp;
-	vlocal_done_fn done;
 	uint32_t depth;
+	struct ibv_send_wr *wrv; /* one post list */
+	struct ibv_sge *sgev;
+	/*
+	 * The poster thread (with more than one lane). On rxe, ibv_post_send
+	 * does the QP's protocol work, data copy included, in the calling
+	 * thread: posting several lanes from several threads spreads that
+	 * over the CPUs. The loop thread hands a list over (cmd = LANE_POST)
+	 * and does not touch wrv until the thread set cmd back to LANE_IDLE.
+	 */
+	pthread_t thread;
+	bool has_thread;
+	bool handed;	   /* a list was handed over and its result not yet taken */
+	uint32_t cmd;	   /* enum lane_cmd, shared */
+	uint32_t sleeping; /* the thread waits on cmd, shared */
+	uint32_t post_n;
+	int post_r; /* written by the thread before cmd = LANE_IDLE */
+	uint32_t post_bad;
 	uint32_t posted; /* WRs on the send queue: slots [s_tail, s_head) */
 	uint32_t s_head, s_tail;
 	struct vl_slot *slots;
-	struct ibv_send_wr *wrv; /* one post list */
-	struct ibv_sge *sgev;
 	uint32_t unsignaled;
+	bool broken;
+	unsigned recoveries;
+	uint64_t posted_bytes;		   /* payload of the WRs on the send queue */
+	unsigned n_flows;		   /* flows with ops queued or posted here */
+	struct vl_flow *rr_head, *rr_tail; /* flows with ops waiting, in turn order */
+	unsigned n_waiting;
+};
+
+struct vlocal {
+	struct rdev *d;
+	vlocal_done_fn done;
+	struct vlane *lanes;
+	unsigned n_lanes;
+	unsigned next_lane; /* where the next new flow goes when lanes tie */
 	uint32_t max_msg;
 	uint32_t max_inline;
 	bool deferred; /* post in vlocal_flush() only (the engine's pass) */
-	bool broken;
 	bool closing;
-	unsigned recoveries;
-	uint64_t posted_bytes;			/* payload of the WRs on the send queue */
 	struct vl_flow *flows[VL_FLOW_BUCKETS]; /* flows with ops queued or posted */
-	unsigned n_flows;
-	struct vl_flow *rr_head, *rr_tail; /* flows with ops waiting, in turn order */
-	unsigned n_waiting;
 	struct vl_flow *spare_flows;
 	struct vl_op *spare; /* finished ops kept for reuse: no malloc per op */
 	unsigned n_spare;
@@ -148,7 +192,6 @@ static int self_path(struct vlocal *v, uint8_t port, int gid_index, char *why, s
 	memset(&v->rtr, 0, sizeof(v->rtr));
 	v->rtr.qp_state = IBV_QPS_RTR;
 	v->rtr.path_mtu = pa.active_mtu;
-	v->rtr.dest_qp_num = v->qp->qp_num;
 	v->rtr.max_dest_rd_atomic = (uint8_t)(rd > 0 ? rd : 1);
 	v->rtr.min_rnr_timer = VL_MIN_RNR_TIMER;
 	v->rtr.ah_attr.port_num = port;
@@ -179,82 +222,200 @@ static int self_path(struct vlocal *v, uint8_t port, int gid_index, char *why, s
 }
 
 /* RESET -> INIT -> RTR -> RTS, connected to itself. Returns -errno. */
-static int bring_up(struct vlocal *v, uint8_t port)
+static int bring_up(struct vlane *l, uint8_t port)
 {
-	struct ibv_qp_attr a = { 0 };
+	struct vlocal *v = l->v;
+	struct ibv_qp_attr a = { 0 }, rtr = v->rtr;
 	int r;
 
 	a.qp_state = IBV_QPS_RESET;
-	r = vx_modify_qp(v->qp, &a, IBV_QP_STATE);
+	r = vx_modify_qp(l->qp, &a, IBV_QP_STATE);
 	if (r < 0)
 		return r;
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = port;
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	r = vx_modify_qp(v->qp, &a,
+	r = vx_modify_qp(l->qp, &a,
 			 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	rtr.dest_qp_num = l->qp->qp_num;
 	if (r == 0)
-		r = vx_modify_qp(v->qp, &v->rtr, v->rtr_mask);
+		r = vx_modify_qp(l->qp, &rtr, v->rtr_mask);
 	if (r == 0)
-		r = vx_modify_qp(v->qp, &v->rts, v->rts_mask);
+		r = vx_modify_qp(l->qp, &v->rts, v->rts_mask);
 	return r;
 }
 
 static void on_wc(struct rdev_wr *w, const struct ibv_wc *wc);
 
-int vlocal_new(struct rdev *d, uint32_t depth, int gid_index, vlocal_done_fn done,
-	       struct vlocal **ret, char *why, size_t whylen)
+/* Lane @l's QP with @depth send WRs and as much inline data as the device takes. */
+static int lane_new(struct vlane *l, uint32_t depth, char *why, size_t whylen)
 {
+	struct vlocal *v = l->v;
 	struct ibv_qp_init_attr ia = { 0 };
-	struct rdev_info info;
-	struct vlocal *v;
+	uint32_t i;
 	int r;
 
+	l->depth = depth;
+	l->slots = calloc(depth, sizeof(*l->slots));
+	l->wrv = calloc(depth, sizeof(*l->wrv));
+	l->sgev = calloc(depth, sizeof(*l->sgev));
+	if (!l->slots || !l->wrv || !l->sgev) {
+		snprintf(why, whylen, "loopback QP slots: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	for (i = 0; i < depth; i++) {
+		l->slots[i].w.done = on_wc;
+		l->slots[i].l = l;
+	}
+	ia.send_cq = ia.recv_cq = rdev_cq(v->d);
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = depth;
+	ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = v->max_inline;
+	r = vx_create_qp(rdev_pd(v->d), &ia, &l->qp);
+	if (r < 0 && ia.cap.max_inline_data) {
+		/* The device takes no inline data (or less): post everything by reference. */
+		ia.cap.max_inline_data = 0;
+		r = vx_create_qp(rdev_pd(v->d), &ia, &l->qp);
+	}
+	if (r < 0) {
+		snprintf(why, whylen, "creating a loopback QP: %s", strerror(-r));
+		return r;
+	}
+	if (ia.cap.max_inline_data < v->max_inline)
+		v->max_inline = ia.cap.max_inline_data; /* what the provider granted every lane */
+	return 0;
+}
+
+static long futex(uint32_t *word, int op, uint32_t val)
+{
+	return syscall(SYS_futex, word, op, val, NULL, NULL, 0);
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* A lane's poster thread: posts what it is handed, spins a little, sleeps. */
+static void *poster(void *arg)
+{
+	struct vlane *l = arg;
+	unsigned spins = 0;
+	char name[16];
+	sigset_t all;
+
+	sigfillset(&all); /* signals are the loop thread's */
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	snprintf(name, sizeof(name), "rp-lane%u", (unsigned)(l - l->v->lanes));
+	pthread_setname_np(pthread_self(), name);
+	for (;;) {
+		uint32_t cmd = __atomic_load_n(&l->cmd, __ATOMIC_ACQUIRE);
+
+		if (cmd == LANE_POST) {
+			struct ibv_send_wr *bad = NULL;
+
+			l->post_r = vx_post_send(l->qp, l->wrv, &bad);
+			l->post_bad = bad ? (uint32_t)(bad - l->wrv) : 0;
+			__atomic_store_n(&l->cmd, LANE_IDLE, __ATOMIC_RELEASE);
+			spins = 0;
+			continue;
+		}
+		if (cmd == LANE_STOP)
+			return NULL;
+		if (++spins < VL_POSTER_SPINS) {
+			cpu_relax();
+			continue;
+		}
+		/* Dekker with lane_tell(): one of us sees the other's store. */
+		__atomic_store_n(&l->sleeping, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&l->cmd, __ATOMIC_SEQ_CST) == LANE_IDLE)
+			futex(&l->cmd, FUTEX_WAIT_PRIVATE, LANE_IDLE);
+		__atomic_store_n(&l->sleeping, 0, __ATOMIC_RELAXED);
+		spins = 0;
+	}
+}
+
+static void lane_tell(struct vlane *l, uint32_t cmd)
+{
+	__atomic_store_n(&l->cmd, cmd, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&l->sleeping, __ATOMIC_SEQ_CST))
+		futex(&l->cmd, FUTEX_WAKE_PRIVATE, 1);
+}
+
+static void take_back(struct vlane *l, uint32_t first, uint32_t n, int err);
+
+/* The result of the list handed to @l's thread, once it is posted. false: still posting. */
+static bool lane_collect(struct vlane *l)
+{
+	if (!l->handed)
+		return true;
+	if (__atomic_load_n(&l->cmd, __ATOMIC_ACQUIRE) != LANE_IDLE)
+		return false;
+	l->handed = false;
+	if (l->post_r < 0)
+		take_back(l, l->post_bad, l->post_n, -EIO);
+	return true;
+}
+
+/* Wait until @l's thread posted what it was handed. */
+static void lane_settle(struct vlane *l)
+{
+	while (!lane_collect(l))
+		cpu_relax();
+}
+
+int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, vlocal_done_fn done,
+	       struct vlocal **ret, char *why, size_t whylen)
+{
+	struct rdev_info info;
+	struct vlocal *v;
+	unsigned i;
+	int r;
+
+	if (!depth || !lanes)
+		return -EINVAL;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	v->d = d;
 	v->done = done;
-	v->depth = depth;
-	ia.send_cq = ia.recv_cq = rdev_cq(d);
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = depth;
-	ia.cap.max_recv_wr = 1;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = VL_INLINE;
-	v->slots = calloc(depth, sizeof(*v->slots));
-	v->wrv = calloc(depth, sizeof(*v->wrv));
-	v->sgev = calloc(depth, sizeof(*v->sgev));
-	if (!v->slots || !v->wrv || !v->sgev) {
+	v->max_inline = VL_INLINE;
+	v->lanes = calloc(lanes, sizeof(*v->lanes));
+	if (!v->lanes) {
 		r = -ENOMEM;
 		snprintf(why, whylen, "loopback QP slots: %s", strerror(-r));
 		goto out_free;
 	}
-	r = vx_create_qp(rdev_pd(d), &ia, &v->qp);
-	if (r < 0 && ia.cap.max_inline_data) {
-		/* The device takes no inline data (or less): post everything by reference. */
-		ia.cap.max_inline_data = 0;
-		r = vx_create_qp(rdev_pd(d), &ia, &v->qp);
+	for (i = 0; i < lanes; i++) {
+		v->lanes[i].v = v;
+		v->n_lanes++;
+		r = lane_new(&v->lanes[i], depth, why, whylen);
+		if (r < 0)
+			goto out_free;
 	}
-	if (r < 0) {
-		snprintf(why, whylen, "creating the loopback QP: %s", strerror(-r));
-		goto out_free;
-	}
-	v->max_inline = ia.cap.max_inline_data; /* what the provider granted */
-	for (r = 0; r < (int)depth; r++) {
-		v->slots[r].w.done = on_wc;
-		v->slots[r].v = v;
-	}
-	r = 0;
 	rdev_query(d, &info);
 	r = self_path(v, (uint8_t)info.port, gid_index, why, whylen);
+	for (i = 0; r == 0 && i < lanes; i++) {
+		r = bring_up(&v->lanes[i], (uint8_t)info.port);
+		if (r < 0)
+			snprintf(why, whylen, "connecting a loopback QP: %s", strerror(-r));
+	}
+	for (i = 0; r == 0 && lanes > 1 && i < lanes; i++) {
+		r = -pthread_create(&v->lanes[i].thread, NULL, poster, &v->lanes[i]);
+		if (r < 0) {
+			snprintf(why, whylen, "a loopback QP's poster thread: %s", strerror(-r));
+			break;
+		}
+		v->lanes[i].has_thread = true;
+	}
 	if (r < 0)
 		goto out_free;
-	r = bring_up(v, (uint8_t)info.port);
-	if (r < 0) {
-		snprintf(why, whylen, "connecting the loopback QP: %s", strerror(-r));
-		goto out_free;
-	}
 	*ret = v;
 	return 0;
 
@@ -296,15 +457,15 @@ static void op_finish(struct vl_op *op)
  * Work requests on the send queue complete (flushed) once the QP is in the
  * error state; drain them so each op still gets its one report.
  */
-static void flush_posted(struct vlocal *v)
+static void flush_posted(struct vlane *l)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	int tries;
 
-	if (!v->posted || vx_modify_qp(v->qp, &a, IBV_QP_STATE) < 0)
+	if (!l->posted || vx_modify_qp(l->qp, &a, IBV_QP_STATE) < 0)
 		return;
-	for (tries = 0; v->posted && tries < 1000; tries++) {
-		if (rdev_cq_drain(v->d) <= 0)
+	for (tries = 0; l->posted && tries < 1000; tries++) {
+		if (rdev_cq_drain(l->v->d) <= 0)
 			usleep(1000);
 	}
 }
@@ -331,8 +492,19 @@ struct vlocal *vlocal_free(struct vlocal *v)
 	if (!v)
 		return NULL;
 	v->closing = true;
-	if (v->qp)
-		flush_posted(v);
+	for (i = 0; i < v->n_lanes; i++) {
+		struct vlane *l = &v->lanes[i];
+
+		if (!l->has_thread)
+			continue;
+		lane_settle(l);
+		lane_tell(l, LANE_STOP);
+		pthread_join(l->thread, NULL);
+		l->has_thread = false;
+	}
+	for (i = 0; i < v->n_lanes; i++)
+		if (v->lanes[i].qp)
+			flush_posted(&v->lanes[i]);
 	/* Ops still waiting never reached the device: they did not happen. */
 	for (i = 0; i < VL_FLOW_BUCKETS; i++) {
 		while ((f = v->flows[i])) {
@@ -349,11 +521,14 @@ struct vlocal *vlocal_free(struct vlocal *v)
 		v->spare = op->next;
 		free(op);
 	}
-	if (v->qp)
-		vx_destroy_qp(v->qp);
-	free(v->slots);
-	free(v->wrv);
-	free(v->sgev);
+	for (i = 0; i < v->n_lanes; i++) {
+		if (v->lanes[i].qp)
+			vx_destroy_qp(v->lanes[i].qp);
+		free(v->lanes[i].slots);
+		free(v->lanes[i].wrv);
+		free(v->lanes[i].sgev);
+	}
+	free(v->lanes);
 	free(v);
 	return NULL;
 }
@@ -427,16 +602,16 @@ static int wc_status(enum ibv_wc_status s)
 	}
 }
 
-static void post_pending(struct vlocal *v);
+static void post_pending(struct vlane *l, bool self);
 
-static void recover(struct vlocal *v)
+static void recover(struct vlane *l)
 {
 	struct rdev_info info;
 
-	rdev_query(v->d, &info);
-	if (bring_up(v, (uint8_t)info.port) == 0) {
-		v->broken = false;
-		v->recoveries++;
+	rdev_query(l->v->d, &info);
+	if (bring_up(l, (uint8_t)info.port) == 0) {
+		l->broken = false;
+		l->recoveries++;
 	}
 }
 
@@ -447,6 +622,22 @@ static struct vl_flow **flow_slot(struct vlocal *v, const void *key)
 	h ^= h >> 17;
 	h *= 0x9e3779b97f4a7c15ull;
 	return &v->flows[(h >> 40) & (VL_FLOW_BUCKETS - 1)];
+}
+
+/* The lane with the fewest flows; ties go round. */
+static struct vlane *lane_pick(struct vlocal *v)
+{
+	struct vlane *best = NULL;
+	unsigned i;
+
+	for (i = 0; i < v->n_lanes; i++) {
+		struct vlane *l = &v->lanes[(v->next_lane + i) % v->n_lanes];
+
+		if (!best || l->n_flows < best->n_flows)
+			best = l;
+	}
+	v->next_lane = (unsigned)(best - v->lanes + 1) % v->n_lanes;
+	return best;
 }
 
 /* The flow of @key, made if it has nothing queued or posted. NULL on -ENOMEM. */
@@ -464,9 +655,10 @@ static struct vl_flow *flow_get(struct vlocal *v, const void *key)
 		return NULL;
 	memset(f, 0, sizeof(*f));
 	f->key = key;
+	f->lane = lane_pick(v);
+	f->lane->n_flows++;
 	f->hnext = *pp;
 	*pp = f;
-	v->n_flows++;
 	return f;
 }
 
@@ -480,35 +672,37 @@ static void flow_put(struct vlocal *v, struct vl_flow *f)
 	for (pp = flow_slot(v, f->key); *pp != f; pp = &(*pp)->hnext)
 		;
 	*pp = f->hnext;
-	v->n_flows--;
+	f->lane->n_flows--;
 	f->hnext = v->spare_flows;
 	v->spare_flows = f;
 }
 
-/* @f has ops waiting: give it a turn after the flows already waiting. */
-static void flow_wait(struct vlocal *v, struct vl_flow *f)
+/* @f has ops waiting: give it a turn after the flows already waiting on its lane. */
+static void flow_wait(struct vl_flow *f)
 {
+	struct vlane *l = f->lane;
+
 	if (f->waiting)
 		return;
 	f->waiting = true;
 	f->rr_next = NULL;
-	if (v->rr_tail)
-		v->rr_tail->rr_next = f;
+	if (l->rr_tail)
+		l->rr_tail->rr_next = f;
 	else
-		v->rr_head = f;
-	v->rr_tail = f;
-	v->n_waiting++;
+		l->rr_head = f;
+	l->rr_tail = f;
+	l->n_waiting++;
 }
 
-static struct vl_flow *flow_next_turn(struct vlocal *v)
+static struct vl_flow *flow_next_turn(struct vlane *l)
 {
-	struct vl_flow *f = v->rr_head;
+	struct vl_flow *f = l->rr_head;
 
-	v->rr_head = f->rr_next;
-	if (!v->rr_head)
-		v->rr_tail = NULL;
+	l->rr_head = f->rr_next;
+	if (!l->rr_head)
+		l->rr_tail = NULL;
 	f->waiting = false;
-	v->n_waiting--;
+	l->n_waiting--;
 	return f;
 }
 
@@ -524,7 +718,7 @@ static void unqueue(struct vl_op *op)
 }
 
 /* Report @op once nothing of it is on the send queue and nothing more will be. */
-static void op_check(struct vlocal *v, struct vl_op *op)
+static void op_check(struct vl_op *op)
 {
 	if (op->inflight || (!op->all_posted && !op->status))
 		return;
@@ -533,21 +727,21 @@ static void op_check(struct vlocal *v, struct vl_op *op)
 }
 
 /* One WR of its op is done: @st 0 or its failure. */
-static void retire(struct vlocal *v, struct vl_slot *s, int st)
+static void retire(struct vlane *l, struct vl_slot *s, int st)
 {
 	struct vl_op *op = s->op;
 	struct vl_flow *f = op->f;
 
 	s->op = NULL;
-	v->s_tail++;
-	v->posted--;
-	v->posted_bytes -= s->bytes;
+	l->s_tail++;
+	l->posted--;
+	l->posted_bytes -= s->bytes;
 	f->wrs--;
 	op->inflight--;
 	if (st && !op->status)
 		op->status = st;
-	op_check(v, op);
-	flow_put(v, f);
+	op_check(op);
+	flow_put(l->v, f);
 }
 
 /*
@@ -558,20 +752,20 @@ static void retire(struct vlocal *v, struct vl_slot *s, int st)
 static void on_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 {
 	struct vl_slot *s = (struct vl_slot *)w, *t;
-	struct vlocal *v = s->v;
+	struct vlane *l = s->l;
 
 	if (wc->status != IBV_WC_SUCCESS)
-		v->broken = true;
+		l->broken = true;
 	do {
-		t = &v->slots[v->s_tail % v->depth];
-		retire(v, t, t == s ? wc_status(wc->status) : 0);
-	} while (t != s && v->s_head != v->s_tail);
-	if (v->closing)
+		t = &l->slots[l->s_tail % l->depth];
+		retire(l, t, t == s ? wc_status(wc->status) : 0);
+	} while (t != s && l->s_head != l->s_tail);
+	if (l->v->closing)
 		return;
-	if (v->broken && v->posted == 0)
-		recover(v);
-	if (!v->deferred)
-		post_pending(v);
+	if (l->broken && l->posted == 0 && !l->handed)
+		recover(l);
+	if (!l->v->deferred)
+		post_pending(l, true);
 }
 
 /* The size of @op's next chunk. */
@@ -585,11 +779,12 @@ static uint64_t chunk_len(const struct vlocal *v, const struct vl_op *op)
 }
 
 /* Add the next chunk of @op, @n bytes, as WR @i of the post list. */
-static void add_chunk(struct vlocal *v, struct vl_op *op, uint32_t i, uint64_t n)
+static void add_chunk(struct vlane *l, struct vl_op *op, uint32_t i, uint64_t n)
 {
-	struct vl_slot *s = &v->slots[v->s_head % v->depth];
-	struct ibv_send_wr *wr = &v->wrv[i];
-	struct ibv_sge *sge = &v->sgev[i];
+	struct vlocal *v = l->v;
+	struct vl_slot *s = &l->slots[l->s_head % l->depth];
+	struct ibv_send_wr *wr = &l->wrv[i];
+	struct ibv_sge *sge = &l->sgev[i];
 
 	memset(wr, 0, sizeof(*wr));
 	sge->addr = op->laddr + op->posted_bytes;
@@ -610,9 +805,9 @@ static void add_chunk(struct vlocal *v, struct vl_op *op, uint32_t i, uint64_t n
 	op->inflight++;
 	op->all_posted = op->posted_bytes == op->len;
 	op->f->wrs++;
-	v->s_head++;
-	v->posted++;
-	v->posted_bytes += n;
+	l->s_head++;
+	l->posted++;
+	l->posted_bytes += n;
 }
 
 /*
@@ -620,74 +815,82 @@ static void add_chunk(struct vlocal *v, struct vl_op *op, uint32_t i, uint64_t n
  * one that has nothing else on the send queue is reported now (whether or
  * not it had left its flow's queue), the others by their last completion.
  */
-static void take_back(struct vlocal *v, uint32_t first, uint32_t n, int err)
+static void take_back(struct vlane *l, uint32_t first, uint32_t n, int err)
 {
 	uint32_t i;
 
 	for (i = n; i-- > first;) {
-		struct vl_slot *s = &v->slots[(v->s_head - 1) % v->depth];
+		struct vl_slot *s = &l->slots[(l->s_head - 1) % l->depth];
 		struct vl_op *op = s->op;
 		struct vl_flow *f = op->f;
 
 		s->op = NULL;
-		v->s_head--;
-		v->posted--;
-		v->posted_bytes -= s->bytes;
+		l->s_head--;
+		l->posted--;
+		l->posted_bytes -= s->bytes;
 		f->wrs--;
 		op->inflight--;
 		op->posted_bytes -= s->bytes;
 		op->all_posted = false;
 		if (!op->status)
 			op->status = err;
-		op_check(v, op); /* once: only its first WR here brings it to 0 */
-		flow_put(v, f);
+		op_check(op); /* once: only its first WR here brings it to 0 */
+		flow_put(l->v, f);
 	}
 }
 
 /* Room on the send queue for one more WR, keeping the fairness bound. */
-static bool room(const struct vlocal *v)
+static bool room(const struct vlane *l)
 {
-	if (v->broken || v->posted >= v->depth)
+	if (l->broken || l->posted >= l->depth)
 		return false;
-	if (!v->posted_bytes)
+	if (!l->posted_bytes)
 		return true;
-	return v->posted_bytes < (v->n_flows > 1 ? VL_SHARED_BYTES : VL_ALONE_BYTES);
+	return l->posted_bytes < (l->n_flows > 1 ? VL_SHARED_BYTES : VL_ALONE_BYTES);
 }
 
 /*
  * Post what waits, as one post list (one system call on rxe however many
  * WRs): the waiting flows take turns, each posting up to its deficit; a flow
- * with no one waiting behind it posts as long as there is room.
+ * with no one waiting behind it posts as long as there is room. @self: post
+ * from this thread, else hand the list to the lane's poster thread.
  */
-static void post_pending(struct vlocal *v)
+static void post_pending(struct vlane *l, bool self)
 {
+	struct vlocal *v = l->v;
 	struct ibv_send_wr *bad = NULL;
 	struct vl_flow *f;
 	struct vl_op *op;
 	uint32_t n = 0, i;
 	int r;
 
-	while (v->rr_head && room(v)) {
-		f = flow_next_turn(v);
+	if (!v->deferred)
+		lane_settle(l);
+	else if (!lane_collect(l))
+		return; /* still posting: the next pass */
+	if (l->broken && l->posted == 0)
+		recover(l); /* on_wc() did not while a list was handed over */
+	while (l->rr_head && room(l)) {
+		f = flow_next_turn(l);
 		f->deficit += VL_QUANTUM;
-		while ((op = f->head) && room(v)) {
+		while ((op = f->head) && room(l)) {
 			uint64_t len;
 
 			if (op->status) { /* failed part-way: nothing more of it is posted */
 				unqueue(op);
-				op_check(v, op);
+				op_check(op);
 				continue;
 			}
 			len = chunk_len(v, op);
-			if (len > f->deficit && v->n_waiting)
+			if (len > f->deficit && l->n_waiting)
 				break; /* its turn is over: the others first */
 			f->deficit -= len < f->deficit ? len : f->deficit;
-			add_chunk(v, op, n++, len);
+			add_chunk(l, op, n++, len);
 			if (op->all_posted)
 				unqueue(op); /* it ends with its completions */
 		}
 		if (f->head)
-			flow_wait(v, f);
+			flow_wait(f);
 		else
 			f->deficit = 0;
 		flow_put(v, f);
@@ -697,21 +900,54 @@ static void post_pending(struct vlocal *v)
 	for (i = 0; i < n; i++) {
 		bool last = i + 1 == n;
 
-		v->wrv[i].next = last ? NULL : &v->wrv[i + 1];
-		if (last || ++v->unsignaled >= VL_SIGNAL_EVERY) {
-			v->wrv[i].send_flags |= IBV_SEND_SIGNALED;
-			v->unsignaled = 0;
+		l->wrv[i].next = last ? NULL : &l->wrv[i + 1];
+		if (last || ++l->unsignaled >= VL_SIGNAL_EVERY) {
+			l->wrv[i].send_flags |= IBV_SEND_SIGNALED;
+			l->unsignaled = 0;
 		}
 	}
-	r = vx_post_send(v->qp, v->wrv, &bad);
+	if (!self && l->has_thread) {
+		l->post_n = n;
+		l->handed = true;
+		lane_tell(l, LANE_POST);
+		return;
+	}
+	r = vx_post_send(l->qp, l->wrv, &bad);
 	if (r < 0)
-		take_back(v, bad ? (uint32_t)(bad - v->wrv) : 0, n, -EIO);
+		take_back(l, bad ? (uint32_t)(bad - l->wrv) : 0, n, -EIO);
 }
 
+/*
+ * The end of a pass: every lane with work posts. With several, all but the
+ * last go to their poster threads and this thread posts the last itself;
+ * with one, it posts it itself (no hand-over on a latency path).
+ */
 void vlocal_flush(struct vlocal *v)
 {
-	if (v)
-		post_pending(v);
+	struct vlane *prev = NULL;
+	unsigned i;
+
+	for (i = 0; v && i < v->n_lanes; i++) {
+		struct vlane *l = &v->lanes[i];
+
+		if (!lane_collect(l) || (!l->rr_head && !(l->broken && !l->posted)))
+			continue;
+		if (prev)
+			post_pending(prev, false);
+		prev = l;
+	}
+	if (prev)
+		post_pending(prev, true);
+}
+
+bool vlocal_busy(const struct vlocal *v)
+{
+	unsigned i;
+
+	for (i = 0; v && i < v->n_lanes; i++)
+		if (v->lanes[i].handed)
+			return true;
+	return false;
 }
 
 void vlocal_defer(struct vlocal *v, bool deferred)
@@ -751,9 +987,9 @@ static int submit(struct vlocal *v, enum ibv_wr_opcode opc, struct vmr *l, uint6
 	else
 		f->head = op;
 	f->tail = op;
-	flow_wait(v, f);
+	flow_wait(f);
 	if (!v->deferred)
-		post_pending(v);
+		post_pending(f->lane, true);
 	return 0;
 }
 
@@ -769,12 +1005,21 @@ int vlocal_read(struct vlocal *v, struct vmr *dst, uint64_t doff, struct vmr *sr
 	return submit(v, IBV_WR_RDMA_READ, dst, doff, src, soff, len, flow, user);
 }
 
-uint32_t vlocal_qp_num(const struct vlocal *v)
+uint32_t vlocal_qp_num(const struct vlocal *v, unsigned lane)
 {
-	return v->qp->qp_num;
+	return lane < v->n_lanes ? v->lanes[lane].qp->qp_num : 0;
+}
+
+unsigned vlocal_lanes(const struct vlocal *v)
+{
+	return v->n_lanes;
 }
 
 unsigned vlocal_recoveries(const struct vlocal *v)
 {
-	return v->recoveries;
+	unsigned i, n = 0;
+
+	for (i = 0; i < v->n_lanes; i++)
+		n += v->lanes[i].recoveries;
+	return n;
 }

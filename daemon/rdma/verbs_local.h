@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The verbs side of local transfers: memory registration of client regions
- * and one RC queue pair connected to itself, so that a transfer between two
- * regions on this host is a real RDMA WRITE or READ done by the device.
+ * and RC queue pairs connected to themselves (lanes), so that a transfer
+ * between two regions on this host is a real RDMA WRITE or READ done by the
+ * device. Each flow (session) uses one lane while it has ops outstanding;
+ * new flows go to the lane with the fewest, so several clients keep several
+ * QPs busy (the device works on different QPs in parallel).
  *
  * Every submitted operation gets exactly one done callback, with 0 or a
  * negative errno: -EACCES (the device refused access), -ECANCELED (flushed,
  * it did not happen), -ETIMEDOUT (outcome unknown). Operations that cannot be
  * posted yet (send queue full, queue pair being recovered) wait in order
- * within their flow (the caller's key, one per session); waiting flows take
- * turns, and the bytes on the send queue stay bounded while several flows
- * are active, so one flow's backlog cannot hold up another's first op.
+ * within their flow (the caller's key, one per session); waiting flows of a
+ * lane take turns, and the bytes on its send queue stay bounded while
+ * several flows share it, so one flow's backlog cannot hold up another's
+ * first op.
  */
 #ifndef RP_DAEMON_VERBS_LOCAL_H
 #define RP_DAEMON_VERBS_LOCAL_H
@@ -31,8 +35,12 @@ enum vmr_access {
 	VMR_REMOTE_WRITE = 1u << 2,
 };
 
-/* @gid_index < 0: pick a RoCEv2 IPv4 GID if there is one. */
-int vlocal_new(struct rdev *d, uint32_t depth, int gid_index, vlocal_done_fn done,
+/*
+ * @lanes QPs of @depth send WRs each (and one receive WR: the completion
+ * queue needs room for @lanes * (@depth + 1) of ours).
+ * @gid_index < 0: pick a RoCEv2 IPv4 GID if there is one.
+ */
+int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, vlocal_done_fn done,
 	       struct vlocal **ret, char *why, size_t whylen);
 /* Pending operations are completed with -ECANCELED first. */
 struct vlocal *vlocal_free(struct vlocal *v);
@@ -63,9 +71,16 @@ int vlocal_read(struct vlocal *v, struct vmr *dst, uint64_t doff, struct vmr *sr
  */
 void vlocal_defer(struct vlocal *v, bool deferred);
 void vlocal_flush(struct vlocal *v);
+/*
+ * With several lanes, vlocal_flush() hands lists to the lanes' poster
+ * threads; while one is being posted the caller must come back to
+ * vlocal_flush() (a failed post is reported there): true until then.
+ */
+bool vlocal_busy(const struct vlocal *v);
 
 /* For status and tests. */
-uint32_t vlocal_qp_num(const struct vlocal *v);
+uint32_t vlocal_qp_num(const struct vlocal *v, unsigned lane);
+unsigned vlocal_lanes(const struct vlocal *v);
 unsigned vlocal_recoveries(const struct vlocal *v);
 
 #endif

@@ -213,6 +213,7 @@ static void test_defaults(void)
 	tap_is_int(cfg->rq_depth, 512, "default: recv_queue_depth");
 	tap_ok(cfg->ack_timeout == 16 && cfg->retry_count == 7,
 	       "default: ack_timeout, retry_count");
+	tap_is_int(cfg->local_qps, 2, "default: local_queue_pairs");
 	tap_is_int(cfg->max_registered_bytes, UINT64_C(4) << 30, "default: max_registered_bytes");
 	tap_is_int(cfg->max_regions, 1024, "default: max_regions");
 	tap_is_int(cfg->max_inflight, 4096, "default: max_inflight");
@@ -249,6 +250,7 @@ static void test_every_key(void)
 		      "recv_queue_depth = 1\n"
 		      "ack_timeout = 31\n"
 		      "retry_count = 0\n"
+		      "local_queue_pairs = 64\n"
 		      "[limits]\n"
 		      "max_registered_bytes = 64KiB\n"
 		      "max_regions = 4294967295\n"
@@ -285,6 +287,7 @@ static void test_every_key(void)
 	       "queue depths at their bounds");
 	tap_ok(cfg->ack_timeout == 31 && cfg->retry_count == 0,
 	       "ack_timeout and retry_count at their bounds");
+	tap_is_int(cfg->local_qps, 64, "local_queue_pairs at its bound");
 	tap_is_int(cfg->max_registered_bytes, 65536, "max_registered_bytes");
 	tap_ok(cfg->max_regions == UINT32_MAX && cfg->max_inflight == 1048576 &&
 		       cfg->max_connections == 1,
@@ -295,7 +298,7 @@ static void test_every_key(void)
 	if (!a || !b)
 		return;
 	tap_ok(!strcmp(a->host, "10.0.0.2") && a->port == RP_DEFAULT_PEER_PORT &&
-		       a->transport == RP_TRANSPORT_AUTO && a->line == 29,
+		       a->transport == RP_TRANSPORT_AUTO && a->line == 30,
 	       "peer a: default port and transport, header line");
 	tap_ok(a->key_len == 32 && !memcmp(a->key, KEY32, 32), "peer a: key, newline trimmed");
 	tap_ok(!strncmp(a->key_file, tmpdir, strlen(tmpdir)) && strstr(a->key_file, "/good.key"),
@@ -514,6 +517,12 @@ static void test_verbs_limits_values(void)
 	check_einval("[verbs]\nretry_count = 8\n",
 		     "2: invalid value '8' for retry_count: use an integer from 0 to 7",
 		     "retry_count above range");
+	check_einval("[verbs]\nlocal_queue_pairs = 0\n",
+		     "2: invalid value '0' for local_queue_pairs: use an integer from 1 to 64",
+		     "local_queue_pairs below range");
+	check_einval("[verbs]\nlocal_queue_pairs = 65\n",
+		     "2: invalid value '65' for local_queue_pairs: use an integer from 1 to 64",
+		     "local_queue_pairs above range");
 	check_einval("[limits]\nmax_registered_bytes = 12Q\n",
 		     "2: invalid size '12Q' for max_registered_bytes: use a number with an "
 		     "optional K, M, G or T suffix",
