@@ -198,7 +198,7 @@ ok $? "the daemon still answers after the rejected reload"
 # Settings read only at start-up: the reply names each one, exit 3.
 sed -i 's/^node_name = testnode/node_name = renamed/; s/^listen = none/listen = 127.0.0.1:9/' \
 	"$CONF"
-printf '[verbs]\ncq_depth = 64\nsend_queue_depth = 16\nlocal_queue_pairs = 2\n' >>"$CONF"
+printf '[verbs]\ncq_depth = 64\nsend_queue_depth = 16\nlocal_queue_pairs = 3\n' >>"$CONF"
 RESTART="daemon.node_name, daemon.listen, verbs.cq_depth, verbs.send_queue_depth"
 RESTART="$RESTART, verbs.local_queue_pairs"
 "$CTL" reload >"$T_DIR/r3.txt" 2>"$T_DIR/r3.err"

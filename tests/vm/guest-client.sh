@@ -30,14 +30,15 @@ dump() {
 
 printf '[daemon]\nnode_name = g0\nsocket = %s/s.sock\nlisten = none\ntransport = verbs\n' "$D" \
 	>"$D/c.conf"
+printf '[verbs]\nlocal_queue_pairs = 3\n' >>"$D/c.conf"
 mr0=$(wait_settled 20 mrs)
 qp0=$(wait_settled 20 qps)
 "$RPD" --foreground -c "$D/c.conf" >"$D/log" 2>&1 &
 pid=$!
 for _ in $(seq 200); do [ -S "$D/s.sock" ] && break; sleep 0.05; done
 export RDMAPROXY_SOCKET=$D/s.sock
-[ "$(qps)" -eq $((qp0 + 1)) ]
-ok $? "the daemon's loopback RC QP is listed by rdma resource show qp"
+[ "$(qps)" -eq $((qp0 + 3)) ]
+ok $? "the daemon's 3 loopback RC QPs (local_queue_pairs = 3) are listed by rdma resource show qp"
 
 for size in 1 4096 1048576 67108864; do
 	p0=$(pkts)
