@@ -395,10 +395,28 @@ static void on_watchdog(uv_timer_t *t)
 	notify_watchdog();
 }
 
+/*
+ * The loopback QPs' size: every WR of theirs may need a completion at once
+ * (an error flushes them all), so lanes * (depth + 1) must fit cq_depth.
+ */
+static void loopback_size(const struct config *cfg, uint32_t *depth, unsigned *lanes)
+{
+	*depth = cfg->sq_depth < cfg->cq_depth ? cfg->sq_depth : cfg->cq_depth - 1;
+	*lanes = cfg->local_qps;
+	while (*lanes > 1 && (uint64_t)*lanes * (*depth + 1) > cfg->cq_depth)
+		(*lanes)--;
+	if (*depth != cfg->sq_depth || *lanes != cfg->local_qps)
+		log_warn("cq_depth %u holds %u loopback QP(s) of %u WRs, not %u of %u: raise "
+			 "[verbs] cq_depth",
+			 cfg->cq_depth, *lanes, *depth, cfg->local_qps, cfg->sq_depth);
+}
+
 static int select_transport(struct manager *m)
 {
 	const struct config *cfg = m->cfg;
 	char why[240] = "";
+	unsigned lanes;
+	uint32_t depth;
 	int r;
 
 	if (cfg->transport == RP_TRANSPORT_TCP) {
@@ -407,9 +425,11 @@ static int select_transport(struct manager *m)
 		return 0;
 	}
 	r = rdev_open(cfg->device, cfg->port_num, cfg->cq_depth, &m->rdev, why, sizeof(why));
-	if (r == 0)
-		r = vlocal_new(m->rdev, cfg->sq_depth, cfg->local_qps, cfg->gid_index,
-			       op_verbs_done, &m->vlocal, why, sizeof(why));
+	if (r == 0) {
+		loopback_size(cfg, &depth, &lanes);
+		r = vlocal_new(m->rdev, depth, lanes, cfg->gid_index, op_verbs_done, &m->vlocal,
+			       why, sizeof(why));
+	}
 	if (r < 0)
 		m->rdev = rdev_free(m->rdev);
 	if (r == 0) {

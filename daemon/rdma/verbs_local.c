@@ -109,13 +109,15 @@ struct vlane {
 	 */
 	pthread_t thread;
 	bool has_thread;
-	bool handed;	   /* a list was handed over and its result not yet taken */
-	uint32_t cmd;	   /* enum lane_cmd, shared */
-	uint32_t sleeping; /* the thread waits on cmd, shared */
+	bool handed; /* a list was handed over and its result not yet taken */
 	uint32_t post_n;
+	/* Shared with the thread, on their own cache line. */
+	uint32_t cmd __attribute__((aligned(64))); /* enum lane_cmd */
+	uint32_t sleeping;			   /* the thread waits on cmd */
 	int post_r; /* written by the thread before cmd = LANE_IDLE */
 	uint32_t post_bad;
-	uint32_t posted; /* WRs on the send queue: slots [s_tail, s_head) */
+	char pad_ __attribute__((aligned(64))); /* the loop thread's fields from here on */
+	uint32_t posted;			/* WRs on the send queue: slots [s_tail, s_head) */
 	uint32_t s_head, s_tail;
 	struct vl_slot *slots;
 	uint32_t unsignaled;
@@ -308,10 +310,7 @@ static void *poster(void *arg)
 	struct vlane *l = arg;
 	unsigned spins = 0;
 	char name[16];
-	sigset_t all;
 
-	sigfillset(&all); /* signals are the loop thread's */
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	snprintf(name, sizeof(name), "rp-lane%u", (unsigned)(l - l->v->lanes));
 	pthread_setname_np(pthread_self(), name);
 	for (;;) {
@@ -374,6 +373,7 @@ int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, vl
 	       struct vlocal **ret, char *why, size_t whylen)
 {
 	struct rdev_info info;
+	sigset_t all, old;
 	struct vlocal *v;
 	unsigned i;
 	int r;
@@ -386,7 +386,10 @@ int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, vl
 	v->d = d;
 	v->done = done;
 	v->max_inline = VL_INLINE;
-	v->lanes = calloc(lanes, sizeof(*v->lanes));
+	/* Cache-line aligned: a lane's hand-over words are on a line of their own. */
+	v->lanes = aligned_alloc(64, (lanes * sizeof(*v->lanes) + 63) & ~(size_t)63);
+	if (v->lanes)
+		memset(v->lanes, 0, lanes * sizeof(*v->lanes));
 	if (!v->lanes) {
 		r = -ENOMEM;
 		snprintf(why, whylen, "loopback QP slots: %s", strerror(-r));
@@ -406,6 +409,8 @@ int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, vl
 		if (r < 0)
 			snprintf(why, whylen, "connecting a loopback QP: %s", strerror(-r));
 	}
+	sigfillset(&all); /* signals are the loop thread's: the threads start with all blocked */
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	for (i = 0; r == 0 && lanes > 1 && i < lanes; i++) {
 		r = -pthread_create(&v->lanes[i].thread, NULL, poster, &v->lanes[i]);
 		if (r < 0) {
@@ -414,6 +419,7 @@ int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, vl
 		}
 		v->lanes[i].has_thread = true;
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r < 0)
 		goto out_free;
 	*ret = v;
@@ -624,7 +630,7 @@ static struct vl_flow **flow_slot(struct vlocal *v, const void *key)
 	return &v->flows[(h >> 40) & (VL_FLOW_BUCKETS - 1)];
 }
 
-/* The lane with the fewest flows; ties go round. */
+/* The working lane with the fewest flows; ties go round. A broken lane only if all are. */
 static struct vlane *lane_pick(struct vlocal *v)
 {
 	struct vlane *best = NULL;
@@ -633,7 +639,8 @@ static struct vlane *lane_pick(struct vlocal *v)
 	for (i = 0; i < v->n_lanes; i++) {
 		struct vlane *l = &v->lanes[(v->next_lane + i) % v->n_lanes];
 
-		if (!best || l->n_flows < best->n_flows)
+		if (!best || (best->broken && !l->broken) ||
+		    (best->broken == l->broken && l->n_flows < best->n_flows))
 			best = l;
 	}
 	v->next_lane = (unsigned)(best - v->lanes + 1) % v->n_lanes;
@@ -754,6 +761,12 @@ static void on_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 	struct vl_slot *s = (struct vl_slot *)w, *t;
 	struct vlane *l = s->l;
 
+	/*
+	 * A WR taken back after a failed post (its op already reported) that
+	 * the device ran after all: nothing of ours is on that slot.
+	 */
+	if (!s->op)
+		return;
 	if (wc->status != IBV_WC_SUCCESS)
 		l->broken = true;
 	do {
@@ -864,10 +877,12 @@ static void post_pending(struct vlane *l, bool self)
 	uint32_t n = 0, i;
 	int r;
 
-	if (!v->deferred)
-		lane_settle(l);
-	else if (!lane_collect(l))
-		return; /* still posting: the next pass */
+	/*
+	 * Still posting: what waits goes out at the engine's next pass, which
+	 * comes (the engine does not sleep while vlocal_busy()).
+	 */
+	if (!lane_collect(l))
+		return;
 	if (l->broken && l->posted == 0)
 		recover(l); /* on_wc() did not while a list was handed over */
 	while (l->rr_head && room(l)) {

@@ -127,6 +127,23 @@ ok $rc "with a 16 MiB locked-memory limit a 64 MiB region is refused, the daemon
 [ $rc -eq 0 ] || sed 's/^/# /' "$D/n2.log"
 kill -TERM $npid
 wait $npid
+# Loopback QPs that would not fit the completion queue: fewer, and said so.
+S=$D/small
+mkdir "$S"
+printf '[daemon]\nnode_name = g0\nsocket = %s/s.sock\nlisten = none\ntransport = verbs\n' "$S" \
+	>"$D/s.conf"
+printf '[verbs]\ncq_depth = 1024\nsend_queue_depth = 512\nlocal_queue_pairs = 4\n' >>"$D/s.conf"
+"$RPD" --foreground -c "$D/s.conf" >"$D/s.log" 2>&1 &
+spid=$!
+for _ in $(seq 200); do [ -S "$S/s.sock" ] && break; sleep 0.05; done
+grep -q "cq_depth 1024 holds 1 loopback QP(s) of 512 WRs, not 4 of 512: raise \[verbs\] cq_depth" \
+	"$D/s.log" && [ "$(qps)" -eq $((qp0 + 1)) ] &&
+	RDMAPROXY_SOCKET=$S/s.sock "$IO" pair 1048576 >"$D/spair.out" 2>&1
+rc=$?
+ok $rc "local_queue_pairs = 4 x 513 > cq_depth 1024: one loopback QP, a warning, transfers work ($(qps) QPs)"
+[ $rc -eq 0 ] || sed 's/^/# /' "$D/s.log" "$D/spair.out"
+kill -TERM $spid
+wait $spid
 [ $fail -eq 0 ] || dump
 echo "1..$n"
 kill "$HANG_WATCH" 2>/dev/null
