@@ -105,15 +105,6 @@ static void tick(struct engine *e)
 	e->cpus = cpuload_crowded(&e->load, e->now) ? RP_CPUS_CROWDED : RP_CPUS_FREE;
 }
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
 static void run(struct engine *e);
 
 static void on_idle(uv_idle_t *h)
@@ -364,7 +355,7 @@ static void run(struct engine *e)
 			e->st.yields++;
 			sched_yield();
 		} else {
-			cpu_relax();
+			rp_cpu_relax();
 		}
 	}
 	vlocal_defer(e->vlocal, false);

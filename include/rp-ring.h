@@ -184,6 +184,16 @@ static inline void rp_ring_store(_Atomic uint32_t *p, uint32_t v)
 	atomic_store_explicit(p, v, memory_order_release);
 }
 
+/* One step of a spin on shared memory: tell the CPU (and a hyperthread sibling). */
+static inline void rp_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 /* Set @bit, then a full fence so the caller's re-check sees new entries. */
 static inline void rp_ring_arm(struct rp_ring_ctl *c, uint32_t bit)
 {

@@ -368,15 +368,6 @@ RP_EXPORT int rp_set_wait_mode(struct rp_client *c, int mode)
 	return 0;
 }
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
 /*
  * Poll until a completion comes or @until (ns) passes, with `pause` between
  * polls. With @watch (the adaptive wait), give up as soon as the daemon's
@@ -400,7 +391,7 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 		n = rp_poll(c, comps, max);
 		if (n != 0)
 			return n;
-		cpu_relax();
+		rp_cpu_relax();
 		if (++polls % 8)
 			continue;
 		now = now_ns(CLOCK_MONOTONIC);
@@ -433,7 +424,7 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 
 	if (!c)
 		return -EINVAL;
-	cpu_relax();
+	rp_cpu_relax();
 	if (atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) == RP_CPUS_FREE)
 		return 0;
 	p = atomic_load_explicit(&c->v.info->daemon_work, memory_order_relaxed);

@@ -722,7 +722,6 @@ static int vp_init(struct vtransport *t, struct rdev *d, const struct config *cf
 		   uint64_t incarnation, char *why, size_t whylen)
 {
 	struct ibv_device_attr da;
-	uint32_t loop_cqes;
 	int fl, r;
 
 	t->d = d;
@@ -741,9 +740,8 @@ static int vp_init(struct vtransport *t, struct rdev *d, const struct config *cf
 	t->resp_res = da.max_qp_rd_atom < VP_RD_ATOMIC_MAX ? da.max_qp_rd_atom : VP_RD_ATOMIC_MAX;
 	t->init_depth = da.max_qp_init_rd_atom < VP_RD_ATOMIC_MAX ? da.max_qp_init_rd_atom
 								  : VP_RD_ATOMIC_MAX;
-	/* The loopback QPs (verbs_local.c) may have that many completions outstanding. */
-	loop_cqes = cfg->local_qps * (cfg->sq_depth + 1);
-	t->cq_budget = cfg->cq_depth > loop_cqes ? cfg->cq_depth - loop_cqes : 0;
+	/* What the loopback QPs (verbs_local.c) did not claim. */
+	t->cq_budget = rdev_cq_room(d);
 	r = vx_rdma_create_event_channel(&t->ch);
 	if (r < 0) {
 		snprintf(why, whylen, "rdma_create_event_channel: %s", strerror(-r));

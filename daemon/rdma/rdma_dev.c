@@ -22,6 +22,7 @@ struct rdev {
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *chan;
 	struct ibv_cq *cq;
+	uint32_t cq_depth, cq_claimed; /* rdev_cq_claim() */
 	unsigned unacked;
 };
 
@@ -110,6 +111,7 @@ static int alloc_resources(struct rdev *d, uint32_t cq_depth, char *why, size_t 
 	if (r == 0) {
 		what = "ibv_create_cq";
 		r = vx_create_cq(d->ctx, (int)cq_depth, d, d->chan, &d->cq);
+		d->cq_depth = r == 0 ? cq_depth : 0; /* what was asked; the CQ may be bigger */
 	}
 	if (r == 0) {
 		what = "making the device fds non-blocking";
@@ -191,6 +193,24 @@ struct ibv_pd *rdev_pd(const struct rdev *d)
 struct ibv_cq *rdev_cq(const struct rdev *d)
 {
 	return d->cq;
+}
+
+int rdev_cq_claim(struct rdev *d, uint32_t n)
+{
+	if (n > d->cq_depth - d->cq_claimed)
+		return -ENOSPC;
+	d->cq_claimed += n;
+	return 0;
+}
+
+void rdev_cq_unclaim(struct rdev *d, uint32_t n)
+{
+	d->cq_claimed -= n < d->cq_claimed ? n : d->cq_claimed;
+}
+
+uint32_t rdev_cq_room(const struct rdev *d)
+{
+	return d->cq_depth - d->cq_claimed;
 }
 
 static unsigned mtu_bytes(enum ibv_mtu m)

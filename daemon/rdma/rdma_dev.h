@@ -66,6 +66,15 @@ int rdev_query(const struct rdev *d, struct rdev_info *info);
 struct ibv_context *rdev_context(const struct rdev *d);
 struct ibv_pd *rdev_pd(const struct rdev *d);
 struct ibv_cq *rdev_cq(const struct rdev *d);
+/*
+ * The CQ is shared: each user claims the completions it may have outstanding
+ * at once (every WR of its queues, since an error flushes them all), so that
+ * together they never overflow it. rdev_cq_claim(): 0, or -ENOSPC if fewer
+ * than @n of the @cq_depth entries are unclaimed; rdev_cq_room(): how many are.
+ */
+int rdev_cq_claim(struct rdev *d, uint32_t n);
+void rdev_cq_unclaim(struct rdev *d, uint32_t n);
+uint32_t rdev_cq_room(const struct rdev *d);
 
 /*
  * The CQ is polled while the daemon is busy and raises an event only when

@@ -14,6 +14,7 @@
 
 #include "rdma/rdma_dev.h"
 #include "rdma/vx.h"
+#include "rp-ring.h" /* rp_cpu_relax() */
 
 /* rdma_cm's default of 0 means 655 ms per receiver-not-ready retry. */
 #define VL_MIN_RNR_TIMER 12
@@ -134,6 +135,7 @@ struct vlocal {
 	vlocal_done_fn done;
 	struct vlane *lanes;
 	unsigned n_lanes;
+	uint32_t cq_claimed; /* completions claimed on the device CQ (rdev_cq_claim()) */
 	unsigned next_lane; /* where the next new flow goes when lanes tie */
 	uint32_t max_msg;
 	uint32_t max_inline;
@@ -295,15 +297,6 @@ static long futex(uint32_t *word, int op, uint32_t val)
 	return syscall(SYS_futex, word, op, val, NULL, NULL, 0);
 }
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 /* A lane's poster thread: posts what it is handed, spins a little, sleeps. */
 static void *poster(void *arg)
 {
@@ -328,7 +321,7 @@ static void *poster(void *arg)
 		if (cmd == LANE_STOP)
 			return NULL;
 		if (++spins < VL_POSTER_SPINS) {
-			cpu_relax();
+			rp_cpu_relax();
 			continue;
 		}
 		/* Dekker with lane_tell(): one of us sees the other's store. */
@@ -366,7 +359,7 @@ static bool lane_collect(struct vlane *l)
 static void lane_settle(struct vlane *l)
 {
 	while (!lane_collect(l))
-		cpu_relax();
+		rp_cpu_relax();
 }
 
 int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, vlocal_done_fn done,
@@ -378,12 +371,23 @@ int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, vl
 	unsigned i;
 	int r;
 
-	if (!depth || !lanes)
+	if (!depth || !lanes || depth >= UINT32_MAX / lanes)
 		return -EINVAL;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	v->d = d;
+	/* Every WR of every lane may need a completion at once (an error flushes them all). */
+	r = rdev_cq_claim(d, lanes * (depth + 1));
+	if (r < 0) {
+		snprintf(why, whylen,
+			 "the CQ has room for %u more completions; %u loopback QP(s) of %u WRs "
+			 "need %u",
+			 rdev_cq_room(d), lanes, depth, lanes * (depth + 1));
+		free(v);
+		return r;
+	}
+	v->cq_claimed = lanes * (depth + 1);
 	v->done = done;
 	v->max_inline = VL_INLINE;
 	/* Cache-line aligned: a lane's hand-over words are on a line of their own. */
@@ -535,6 +539,7 @@ struct vlocal *vlocal_free(struct vlocal *v)
 		free(v->lanes[i].sgev);
 	}
 	free(v->lanes);
+	rdev_cq_unclaim(v->d, v->cq_claimed);
 	free(v);
 	return NULL;
 }
