@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "core/core.h"
+#include "engine.h"
 #include "base/log.h"
 #include "peer/peer.h"
 #include "base/stats.h"
@@ -188,6 +189,30 @@ static void operations(struct text *t)
 	for (i = 0; i < STATS_FROMS; i++)
 		put(t, "rdmaproxy_export_opens_refused_total{from=\"%s\"} %llu\n",
 		    stats_from_name(i), (unsigned long long)stats_totals.export_refused[i]);
+}
+
+/* How the engine spends its time: how often it spins, yields, sleeps and is woken. */
+static void engine_counters(struct text *t, const struct admin_ctx *ctx)
+{
+	static const struct engine_stats none;
+	const struct engine_stats *st = ctx->engine ? ctx->engine : &none;
+
+	counter1(t, "rdmaproxy_engine_passes_total",
+		 "Passes of the data-path engine over the busy rings and the CQ.", st->passes);
+	counter1(t, "rdmaproxy_engine_busy_passes_total",
+		 "Engine passes that found work (submissions or completions).", st->busy_passes);
+	counter1(t, "rdmaproxy_engine_yields_total",
+		 "Times the idle engine gave its CPU away (sched_yield) because more tasks were "
+		 "runnable than there are CPUs.",
+		 st->yields);
+	counter1(t, "rdmaproxy_engine_sleeps_total",
+		 "Times the engine stopped spinning and slept until a doorbell or an event.",
+		 st->sleeps);
+	counter1(t, "rdmaproxy_engine_wakeups_total",
+		 "Times a doorbell or an event woke the sleeping engine.", st->wakeups);
+	family(t, "rdmaproxy_engine_spin_seconds", "gauge",
+	       "How long the idle engine spins before it sleeps (adapts to the traffic).");
+	put(t, "rdmaproxy_engine_spin_seconds %.6f\n", st->spin_ns / 1e9);
 }
 
 static void copy_peer(const struct peer_info *in, void *ctx)
@@ -391,6 +416,7 @@ int admin_metrics_text(struct admin_ctx *ctx, char **ret, size_t *ret_len)
 	resources(&t, ctx);
 	per_user(&t, ctx);
 	operations(&t);
+	engine_counters(&t, ctx);
 	peers(&t, ctx);
 	guards(&t, ctx);
 	if (t.err) {

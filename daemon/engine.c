@@ -132,7 +132,7 @@ int engine_new(uv_loop_t *loop, struct core *core, struct rdev *rdev, struct vlo
 	e->vlocal = vlocal;
 	e->ev = ev;
 	e->ops = ops;
-	e->spin_ns = SPIN_START_NS;
+	e->spin_ns = e->st.spin_ns = SPIN_START_NS;
 	e->asleep = true;
 	cpuload_init(&e->load, "/proc/loadavg");
 	e->cpus = RP_CPUS_CROWDED;
@@ -182,6 +182,7 @@ static void woken(struct engine *e)
 		e->spin_ns *= 2; /* a little more spinning would have caught it */
 	else if (gap > 16 * e->spin_ns && e->spin_ns > SPIN_MIN_NS)
 		e->spin_ns /= 2; /* the spin before that sleep bought nothing */
+	e->st.spin_ns = e->spin_ns;
 }
 
 void engine_kick(struct engine *e, struct engine_ent *ent)
@@ -368,11 +369,6 @@ const struct engine_stats *engine_stats(const struct engine *e)
 	static const struct engine_stats none;
 
 	return e ? &e->st : &none;
-}
-
-uint64_t engine_spin_ns(const struct engine *e)
-{
-	return e ? e->spin_ns : 0;
 }
 
 static void on_closed(uv_handle_t *h)

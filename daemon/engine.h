@@ -33,8 +33,10 @@ struct engine_ops {
 	void (*fail)(struct engine_ent *ent, int err);
 };
 
+/* Counters (rdmaproxyctl metrics); spin_ns: the idle spin before sleeping, as it adapted. */
 struct engine_stats {
 	uint64_t passes, busy_passes, sleeps, wakeups, yields;
+	uint64_t spin_ns;
 };
 
 int engine_new(uv_loop_t *loop, struct core *core, struct rdev *rdev, struct vlocal *vlocal,
@@ -51,7 +53,6 @@ void engine_remove(struct engine *e, struct engine_ent *ent);
 /* The device's completion channel is readable. */
 void engine_cq_event(struct engine *e);
 const struct engine_stats *engine_stats(const struct engine *e);
-uint64_t engine_spin_ns(const struct engine *e);
 /* Close its handle; freed in the close callback. */
 void engine_free(struct engine *e);
 

@@ -607,6 +607,7 @@ static int open_all(struct manager *m)
 	}
 	m->core = clients_core(m->clients);
 	m->admin.core = m->core;
+	m->admin.engine = engine_stats(clients_engine(m->clients));
 	r = open_peers(m);
 	if (r < 0) {
 		log_err("cannot set up peers: %s", strerror(-r));

@@ -131,6 +131,16 @@ ok $? "peers --json: name, address, transport, state, since"
 	grep -q '^rdmaproxy_peer_up{peer="alpha"} 0$' "$T_DIR/metrics.txt" &&
 	grep -q '^# TYPE rdmaproxy_peer_bytes_total counter$' "$T_DIR/metrics.txt"
 ok $? "metrics: more than one packet of text, with the numbers of the load"
+# The engine started asleep, so the first submission woke it; it found work.
+awk '$1 == "rdmaproxy_engine_passes_total" { p = $2 }
+	$1 == "rdmaproxy_engine_busy_passes_total" { b = $2 }
+	$1 == "rdmaproxy_engine_wakeups_total" { w = $2 }
+	$1 == "rdmaproxy_engine_yields_total" { y = $2; yn++ }
+	$1 == "rdmaproxy_engine_sleeps_total" { sl = $2; sn++ }
+	$1 == "rdmaproxy_engine_spin_seconds" { s = $2 }
+	END { exit !(b >= 1 && p >= b && w >= 1 && yn == 1 && sn == 1 && y >= 0 && sl >= 0 &&
+		s >= 0.00001 && s <= 0.0002) }' "$T_DIR/metrics.txt"
+ok $? "metrics: the engine counted its passes, the passes with work and its wake-ups"
 if command -v promtool >/dev/null 2>&1; then
 	promtool check metrics <"$T_DIR/metrics.txt" >"$T_DIR/promtool.out" 2>&1
 	ok $? "promtool check metrics accepts the exposition"
