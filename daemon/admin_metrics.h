@@ -23,7 +23,7 @@ struct admin_ctx {
 	const struct config *cfg;
 	struct core *core;
 	struct peers *peers;
-	struct rdev *rdev; /* NULL on tcp */
+	struct rdev *rdev;		   /* NULL on tcp */
 	const struct engine_stats *engine; /* the data path's engine's counters (NULL: none) */
 	enum rp_transport_kind transport;
 	uint64_t incarnation;

@@ -12,7 +12,9 @@
  *
  * Idle, the engine spins a while before sleeping, since a submission or a
  * completion is often microseconds away and a wake-up costs far more
- * (RXE-FACTS: an eventfd round trip is ~100 us in the test guest). The
+ * (RXE-FACTS: an eventfd round trip is ~100 us in the test guest); a
+ * session that submits at a steady pace keeps it awake for twice its usual
+ * gap between submissions (hot_ns()). The
  * spin is bounded and polite: `pause` first, then, only while more tasks
  * are runnable than there are CPUs (cpuload.h, sampled every millisecond),
  * sched_yield() so that a client sharing this CPU runs (a spinner that does
@@ -63,6 +65,16 @@
 #define IDLE_CLOCK_PASSES 4u
 /* Idle passes spent with `pause` before each further one yields the CPU, if crowded. */
 #define PAUSE_PASSES 8u
+/*
+ * A session that submits every G (a ping-pong, a request loop) keeps its
+ * ring polled, and the engine awake, for 2G after each submission, at most
+ * HOT_MAX_NS: its next submission then finds a running engine instead of
+ * paying a doorbell and a wake-up (RXE-FACTS: ~100 us each in the guest,
+ * more than the whole operation, which would lengthen G in turn). Sessions
+ * that submit less often than every HOT_GAP_MAX_NS get the idle spin only.
+ */
+#define HOT_MAX_NS 2000000u
+#define HOT_GAP_MAX_NS 8000000u
 /* The idle spin before sleeping adapts between these. */
 #define SPIN_MIN_NS 10000u
 #define SPIN_MAX_NS 200000u
@@ -242,6 +254,30 @@ static void publish(struct engine *e, struct engine_ent *ent, struct rp_ring_inf
 	}
 }
 
+/* How long @ent's ring stays polled after its last submission (HOT_MAX_NS). */
+static uint64_t hot_ns(const struct engine *e, const struct engine_ent *ent)
+{
+	uint64_t w = 2 * ent->gap_ns;
+
+	if (ent->gap_ns > HOT_GAP_MAX_NS || w < e->spin_ns)
+		return e->spin_ns;
+	return w < HOT_MAX_NS ? w : HOT_MAX_NS;
+}
+
+/* @ent's ring had work now: track the usual time between (an average of 4). */
+static void had_work(struct engine *e, struct engine_ent *ent)
+{
+	uint64_t gap = e->now - ent->work_ns;
+
+	if (ent->work_ns) {
+		if (gap > 2 * HOT_GAP_MAX_NS)
+			gap = 2 * HOT_GAP_MAX_NS;
+		ent->gap_ns = ent->gap_ns - ent->gap_ns / 4 + gap / 4;
+	}
+	ent->work_ns = e->now;
+	ent->last_ns = e->now;
+}
+
 /* One session's ring in a pass: 1 if it had work. */
 static int poll_session(struct engine *e, struct engine_ent *ent)
 {
@@ -252,15 +288,15 @@ static int poll_session(struct engine *e, struct engine_ent *ent)
 	if (s->rings.base)
 		publish(e, ent, s->rings.v.info);
 	if (!xfer_pending(s)) {
-		if (e->now - ent->last_ns < e->spin_ns)
+		if (e->now - ent->last_ns < hot_ns(e, ent))
 			return 0;
-		/* Quiet for a whole spin: it rings when it submits again. */
+		/* Quiet for longer than it usually is: it rings when it submits again. */
 		if (xfer_arm(s)) {
 			hot_unlink(e, ent);
 			return 0;
 		}
 	}
-	ent->last_ns = e->now;
+	had_work(e, ent);
 	r = xfer_run(s);
 	if (r < 0) {
 		hot_unlink(e, ent);

@@ -22,7 +22,8 @@ struct engine;
 struct engine_ent {
 	struct engine_ent *prev, *next; /* in the engine's busy list */
 	struct session *s;
-	uint64_t last_ns;	       /* when its ring last had work */
+	uint64_t last_ns;	  /* when its ring last had work (or its doorbell rang) */
+	uint64_t work_ns, gap_ns; /* when it last had work; the usual time between (engine.c) */
 	uint32_t pub_passes, pub_work; /* what its ring's info says (engine.c: publish) */
 	uint32_t pub_cpus;
 	bool hot;

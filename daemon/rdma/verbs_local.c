@@ -136,7 +136,7 @@ struct vlocal {
 	struct vlane *lanes;
 	unsigned n_lanes;
 	uint32_t cq_claimed; /* completions claimed on the device CQ (rdev_cq_claim()) */
-	unsigned next_lane; /* where the next new flow goes when lanes tie */
+	unsigned next_lane;  /* where the next new flow goes when lanes tie */
 	uint32_t max_msg;
 	uint32_t max_inline;
 	bool deferred; /* post in vlocal_flush() only (the engine's pass) */
