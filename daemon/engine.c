@@ -14,7 +14,7 @@
  * completion is often microseconds away and a wake-up costs far more
  * (RXE-FACTS: an eventfd round trip is ~100 us in the test guest); a
  * session that submits at a steady pace keeps it awake for twice its usual
- * gap between submissions (hot_ns()). The
+ * gap between submissions (had_work()). The
  * spin is bounded and polite: `pause` first, then, only while more tasks
  * are runnable than there are CPUs (cpuload.h, sampled every millisecond),
  * sched_yield() so that a client sharing this CPU runs (a spinner that does
@@ -96,7 +96,6 @@ struct engine {
 	uint64_t last_net; /* last bytes from a tcp peer (engine_net) */
 	uint64_t busy_at;  /* last pass with work, or last look at the doorbells */
 	uint64_t slept_at; /* when it last went to sleep */
-	uint64_t spin_ns;  /* current idle spin */
 	struct cpuload load;
 	uint32_t cpus; /* RP_CPUS_FREE or RP_CPUS_CROWDED, as last sampled */
 	struct engine_stats st;
@@ -144,7 +143,7 @@ int engine_new(uv_loop_t *loop, struct core *core, struct rdev *rdev, struct vlo
 	e->vlocal = vlocal;
 	e->ev = ev;
 	e->ops = ops;
-	e->spin_ns = e->st.spin_ns = SPIN_START_NS;
+	e->st.spin_ns = SPIN_START_NS;
 	e->asleep = true;
 	cpuload_init(&e->load, "/proc/loadavg");
 	e->cpus = RP_CPUS_CROWDED;
@@ -190,11 +189,10 @@ static void woken(struct engine *e)
 	tick(e);
 	gap = e->now - e->slept_at;
 	e->st.wakeups++;
-	if (gap < e->spin_ns && e->spin_ns < SPIN_MAX_NS)
-		e->spin_ns *= 2; /* a little more spinning would have caught it */
-	else if (gap > 16 * e->spin_ns && e->spin_ns > SPIN_MIN_NS)
-		e->spin_ns /= 2; /* the spin before that sleep bought nothing */
-	e->st.spin_ns = e->spin_ns;
+	if (gap < e->st.spin_ns && e->st.spin_ns < SPIN_MAX_NS)
+		e->st.spin_ns *= 2; /* a little more spinning would have caught it */
+	else if (gap > 16 * e->st.spin_ns && e->st.spin_ns > SPIN_MIN_NS)
+		e->st.spin_ns /= 2; /* the spin before that sleep bought nothing */
 }
 
 void engine_kick(struct engine *e, struct engine_ent *ent)
@@ -254,17 +252,11 @@ static void publish(struct engine *e, struct engine_ent *ent, struct rp_ring_inf
 	}
 }
 
-/* How long @ent's ring stays polled after its last submission (HOT_MAX_NS). */
-static uint64_t hot_ns(const struct engine *e, const struct engine_ent *ent)
-{
-	uint64_t w = 2 * ent->gap_ns;
-
-	if (ent->gap_ns > HOT_GAP_MAX_NS || w < e->spin_ns)
-		return e->spin_ns;
-	return w < HOT_MAX_NS ? w : HOT_MAX_NS;
-}
-
-/* @ent's ring had work now: track the usual time between (an average of 4). */
+/*
+ * @ent's ring had work now: track the usual time between (an average of 4)
+ * and how long its ring stays polled after this (HOT_MAX_NS; at least the
+ * idle spin, which poll_session() adds).
+ */
 static void had_work(struct engine *e, struct engine_ent *ent)
 {
 	uint64_t gap = e->now - ent->work_ns;
@@ -276,6 +268,10 @@ static void had_work(struct engine *e, struct engine_ent *ent)
 	}
 	ent->work_ns = e->now;
 	ent->last_ns = e->now;
+	if (ent->gap_ns > HOT_GAP_MAX_NS)
+		ent->window_ns = 0;
+	else
+		ent->window_ns = 2 * ent->gap_ns < HOT_MAX_NS ? 2 * ent->gap_ns : HOT_MAX_NS;
 }
 
 /* One session's ring in a pass: 1 if it had work. */
@@ -288,7 +284,7 @@ static int poll_session(struct engine *e, struct engine_ent *ent)
 	if (s->rings.base)
 		publish(e, ent, s->rings.v.info);
 	if (!xfer_pending(s)) {
-		if (e->now - ent->last_ns < hot_ns(e, ent))
+		if (e->now - ent->last_ns < ent->window_ns || e->now - ent->last_ns < e->st.spin_ns)
 			return 0;
 		/* Quiet for longer than it usually is: it rings when it submits again. */
 		if (xfer_arm(s)) {
@@ -310,7 +306,7 @@ static int poll_session(struct engine *e, struct engine_ent *ent)
 /* Everything is quiet: arm what can wake us, look once more. true: asleep. */
 static bool try_sleep(struct engine *e)
 {
-	if (e->hot || e->now - e->last_cq < e->spin_ns || e->now - e->last_net < e->spin_ns ||
+	if (e->hot || e->now - e->last_cq < e->st.spin_ns || e->now - e->last_net < e->st.spin_ns ||
 	    vlocal_busy(e->vlocal))
 		return false;
 	if (e->rdev && rdev_cq_arm(e->rdev) == 0 && rdev_cq_drain(e->rdev) > 0) {
@@ -382,7 +378,7 @@ static void run(struct engine *e)
 			break;
 		}
 		if (e->now - e->busy_at >=
-		    (e->now - e->last_net < e->spin_ns ? NET_LOOK_NS : LOOK_NS)) {
+		    (e->now - e->last_net < e->st.spin_ns ? NET_LOOK_NS : LOOK_NS)) {
 			/* A cold session's doorbell may have rung: let libuv look, come back. */
 			e->busy_at = e->now;
 			uv_idle_start(&e->idle, on_idle);

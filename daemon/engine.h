@@ -24,6 +24,7 @@ struct engine_ent {
 	struct session *s;
 	uint64_t last_ns;	  /* when its ring last had work (or its doorbell rang) */
 	uint64_t work_ns, gap_ns; /* when it last had work; the usual time between (engine.c) */
+	uint64_t window_ns; /* how long after its last work its ring stays polled (had_work) */
 	uint32_t pub_passes, pub_work; /* what its ring's info says (engine.c: publish) */
 	uint32_t pub_cpus;
 	bool hot;

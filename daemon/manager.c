@@ -397,13 +397,14 @@ static void on_watchdog(uv_timer_t *t)
 
 /*
  * The loopback QPs' size: every WR of theirs may need a completion at once
- * (an error flushes them all), so lanes * (depth + 1) must fit cq_depth.
+ * (an error flushes them all), so lanes * (depth + 1) must fit the @room
+ * left on the device CQ (vlocal_new() claims it).
  */
-static void loopback_size(const struct config *cfg, uint32_t *depth, unsigned *lanes)
+static void loopback_size(const struct config *cfg, uint32_t room, uint32_t *depth, unsigned *lanes)
 {
-	*depth = cfg->sq_depth < cfg->cq_depth ? cfg->sq_depth : cfg->cq_depth - 1;
+	*depth = cfg->sq_depth < room ? cfg->sq_depth : room - 1;
 	*lanes = cfg->local_qps;
-	while (*lanes > 1 && (uint64_t)*lanes * (*depth + 1) > cfg->cq_depth)
+	while (*lanes > 1 && (uint64_t)*lanes * (*depth + 1) > room)
 		(*lanes)--;
 	if (*depth != cfg->sq_depth || *lanes != cfg->local_qps)
 		log_warn("cq_depth %u holds %u loopback QP(s) of %u WRs, not %u of %u: raise "
@@ -426,7 +427,7 @@ static int select_transport(struct manager *m)
 	}
 	r = rdev_open(cfg->device, cfg->port_num, cfg->cq_depth, &m->rdev, why, sizeof(why));
 	if (r == 0) {
-		loopback_size(cfg, &depth, &lanes);
+		loopback_size(cfg, rdev_cq_room(m->rdev), &depth, &lanes);
 		r = vlocal_new(m->rdev, depth, lanes, cfg->gid_index, op_verbs_done, &m->vlocal,
 			       why, sizeof(why));
 	}

@@ -120,7 +120,8 @@ static void conn_destroy(struct vconn *c)
 	if (c->id)
 		vx_rdma_destroy_id(c->id);
 	vc_io_free(c);
-	t->cq_used -= c->cq_share;
+	rdev_cq_unclaim(t->d, c->cq_share);
+	c->cq_share = 0;
 	if (link) {
 		log_info("verbs peer %s: connection closed: %s", c->addr, c->why);
 		peer_x_failed(link, c->err, c->why);
@@ -184,20 +185,19 @@ static int conn_new(struct vtransport *t, struct rdma_cm_id *id, bool outbound, 
 	return 0;
 }
 
-/* Reserve this connection's worst case on the shared CQ. */
+/* Claim this connection's worst case on the device CQ (rdma_dev.h). */
 static int cq_reserve(struct vconn *c, char *why, size_t whylen)
 {
 	struct vtransport *t = c->t;
 	uint32_t need = c->sq + c->rq;
 
-	if (t->cq_used + need > t->cq_budget) {
+	if (rdev_cq_claim(t->d, need) < 0) {
 		snprintf(why, whylen,
-			 "completion queue full: %u of %u entries reserved, a connection needs "
-			 "%u; raise [verbs] cq_depth",
-			 t->cq_used, t->cq_budget, need);
+			 "completion queue full: %u of cq_depth %u entries unclaimed, a connection "
+			 "needs %u; raise [verbs] cq_depth",
+			 rdev_cq_room(t->d), t->cq_depth, need);
 		return -ENOSPC;
 	}
-	t->cq_used += need;
 	c->cq_share = need;
 	return 0;
 }
@@ -740,8 +740,7 @@ static int vp_init(struct vtransport *t, struct rdev *d, const struct config *cf
 	t->resp_res = da.max_qp_rd_atom < VP_RD_ATOMIC_MAX ? da.max_qp_rd_atom : VP_RD_ATOMIC_MAX;
 	t->init_depth = da.max_qp_init_rd_atom < VP_RD_ATOMIC_MAX ? da.max_qp_init_rd_atom
 								  : VP_RD_ATOMIC_MAX;
-	/* What the loopback QPs (verbs_local.c) did not claim. */
-	t->cq_budget = rdev_cq_room(d);
+	t->cq_depth = cfg->cq_depth;
 	r = vx_rdma_create_event_channel(&t->ch);
 	if (r < 0) {
 		snprintf(why, whylen, "rdma_create_event_channel: %s", strerror(-r));
@@ -759,7 +758,7 @@ static int vp_init(struct vtransport *t, struct rdev *d, const struct config *cf
 		 "%s, per connection sq %u rq %u (%u completion entries), room for %u connections "
 		 "in cq_depth %u, ACK timeout %.3g ms, %u retries",
 		 ibv_get_device_name(rdev_context(d)->device), t->sq_depth, t->rq_depth,
-		 t->sq_depth + t->rq_depth, t->cq_budget / (t->sq_depth + t->rq_depth),
+		 t->sq_depth + t->rq_depth, rdev_cq_room(d) / (t->sq_depth + t->rq_depth),
 		 cfg->cq_depth, 4.096e-3 * (double)(1ull << t->ack_timeout), t->retry_count);
 	return 0;
 }

@@ -302,7 +302,7 @@ struct vtransport {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen_id;
 	struct vconn *conns;
-	uint32_t cq_budget, cq_used;
+	uint32_t cq_depth; /* [verbs] cq_depth, for messages; the claims are in rdma_dev */
 	uint32_t sq_depth, rq_depth;
 	uint8_t ack_timeout, retry_count; /* [verbs]: set on every QP of ours at RTS */
 	uint64_t incarnation;
