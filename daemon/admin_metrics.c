@@ -178,6 +178,9 @@ static void operations(struct text *t)
 		 stats_totals.cq_events);
 	counter1(t, "rdmaproxy_cq_completions_total", "Work completions drained from the CQ.",
 		 stats_totals.cq_completions);
+	counter1(t, "rdmaproxy_client_doorbells_total",
+		 "Completion doorbells rung for clients that had armed them to sleep.",
+		 stats_totals.client_doorbells);
 	counter1(t, "rdmaproxy_admin_requests_total", "Administration requests answered.",
 		 stats_totals.admin_requests);
 	counter1(t, "rdmaproxy_admin_refused_total",

@@ -304,8 +304,11 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
  * its engine has stopped moving for a microsecond or so (it is not running,
  * and may need this CPU), yields the CPU (sched_yield). While the engine
  * runs on another CPU it does not: spinning then pays, and a yield would
- * only hand this CPU to another spinner. It never sleeps. Returns 1 if it
- * yielded, 0 if not, -EINVAL.
+ * only hand this CPU to another spinner. Called after an empty rp_poll()
+ * while the CPUs are crowded, with ops in flight whose completions have been
+ * coming 1 ms or more apart, it sleeps on the completion doorbell instead,
+ * until a completion arrives or for their usual gap, at most 10 ms. Returns
+ * 1 if it yielded or slept, 0 if not, -EINVAL.
  */
 RP_EXPORT int rp_relax(struct rp_client *c);
 /*

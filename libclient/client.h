@@ -71,6 +71,11 @@ struct rp_client {
 	uint32_t spin_ns;     /* rp_wait()'s current spin before sleeping (adaptive) */
 	uint32_t relax_seen;  /* rp_relax(): the engine's count of busy passes it last saw */
 	uint32_t relax_calls; /* rp_relax(): calls since the engine last moved */
+	bool poll_empty;      /* the last rp_poll() found nothing */
+	uint32_t relax_polls; /* rp_relax(): calls in a row right after an empty rp_poll() */
+	uint32_t reaped;      /* completions reaped so far (wraps) */
+	uint32_t relax_reaped;	       /* rp_relax(): `reaped` when it last noted an arrival */
+	uint64_t comp_ns, comp_gap_ns; /* rp_relax(): last arrival, usual time between */
 	uint64_t next_check_ns; /* when an empty poll or a submission next looks at the socket */
 	struct op_slot *ops;
 	uint32_t n_ops;		    /* slots allocated */

@@ -30,13 +30,20 @@ check_PROGRAMS += tests/integration/test-client-death
 tests_integration_test_client_death_SOURCES = tests/integration/test-client-death.c
 tests_integration_test_client_death_LDADD = libclient/librdmaproxy.la
 tests_integration_test_client_death_LDFLAGS = $(AM_LDFLAGS) -no-install
+# rp_relax() sleeping on the doorbell on a crowded host.
+check_PROGRAMS += tests/integration/test-client-relax
+tests_integration_test_client_relax_SOURCES = tests/integration/test-client-relax.c
+tests_integration_test_client_relax_LDADD = libclient/librdmaproxy.la
+tests_integration_test_client_relax_LDFLAGS = $(AM_LDFLAGS) -no-install
 TESTS += tests/unit/test-ring \
 	tests/integration/test-client-symbols.sh \
 	tests/integration/test-client-regions.sh \
 	tests/integration/test-client.sh \
-	tests/integration/test-client-death.sh
+	tests/integration/test-client-death.sh \
+	tests/integration/test-client-relax.sh
 EXTRA_DIST += tests/integration/test-client-symbols.sh \
 	tests/integration/test-client-regions.sh \
 	tests/integration/test-client.sh \
-	tests/integration/test-client-death.sh
+	tests/integration/test-client-death.sh \
+	tests/integration/test-client-relax.sh
 

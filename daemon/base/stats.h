@@ -46,6 +46,7 @@ struct stats_totals {
 	uint64_t errors[STATS_ERR_KINDS];
 	uint64_t cq_events;
 	uint64_t cq_completions;
+	uint64_t client_doorbells; /* completion doorbells rung for clients that sleep */
 	uint64_t admin_requests;
 	uint64_t admin_refused;
 	uint64_t peer_handshake_failures; /* inbound connections that never authenticated */

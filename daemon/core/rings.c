@@ -110,8 +110,10 @@ static void publish(struct session *s)
 	if (s->dead || !r->base)
 		return;
 	rp_ring_store(&r->v.cq->producer, r->cq_tail);
-	if (rp_ring_take_wakeup(r->v.cq, RP_RING_NEED_WAKEUP) &&
-	    write(r->cq_efd, &one, sizeof(one)) < 0) {
+	if (!rp_ring_take_wakeup(r->v.cq, RP_RING_NEED_WAKEUP))
+		return;
+	stats_totals.client_doorbells++;
+	if (write(r->cq_efd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is saturated, so the client is awake anyway. */
 	}
 }

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rp_relax() on a crowded host (test-client-relax.sh): it sleeps on the
+ * completion doorbell only while its caller polls for completions that have
+ * been coming far apart, never while it spins on something else, and never
+ * arms the doorbell for a client whose completions come quickly.
+ *
+ *   test-client-relax
+ *
+ * Talks to the daemon at $RDMAPROXY_SOCKET, which the script runs on one
+ * CPU while a busy loop runs on another, so that it tells its clients the
+ * CPUs are crowded. The script reads rdmaproxy_client_doorbells_total
+ * between the stages; it drives them with one line on stdin each, after
+ * this program printed the previous stage's word:
+ *   "fast"     200 writes done with rp_poll()/rp_relax(), completions
+ *              microseconds apart: the script checks that the doorbell was
+ *              not rung per completion
+ *   "paced"    8 writes, their completions reaped ~3 ms apart; the script
+ *              stops the daemon (SIGSTOP) and says go
+ *   "flag"     one write submitted to the stopped daemon, then 64 rp_relax()
+ *              calls with no rp_poll() between (a spin on a flag in a
+ *              region); the script continues the daemon and says go
+ *   "reaped"   that write reaped (plain polls); the script checks that no
+ *              doorbell was rung for it, stops the daemon and says go
+ *   "slept"    one more write, then 64 rp_poll()/rp_relax() pairs, which
+ *              must sleep on the doorbell; the script continues the daemon,
+ *              says go and, after this program ended, checks that exactly
+ *              one doorbell was rung for that write
+ * Then PASS/FAIL lines for what this side saw, exit 0 if all held.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rdmaproxy.h"
+
+#define N_FAST 200
+#define N_PACED 8
+#define PACE_NS 3000000L
+
+static int failures;
+
+static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s ", cond ? "PASS" : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (!cond)
+		failures++;
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "test-client-relax: %s: %s\n", what, rp_strerror(err));
+	exit(2);
+}
+
+static void stage(const char *word)
+{
+	char line[16];
+
+	printf("%s\n", word);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin)) {
+		fprintf(stderr, "test-client-relax: no go after %s\n", word);
+		exit(2);
+	}
+}
+
+static void submit(struct rp_client *c, struct rp_region *r, struct rp_remote *self,
+		   uint64_t cookie)
+{
+	int st = rp_write(c, r, 0, self, 4096, 64, cookie, 0);
+
+	if (st < 0)
+		die("rp_write", st);
+}
+
+/* Poll, relaxing in between if @relax, until the completion of @cookie (5 s at most). */
+static int reap_one(struct rp_client *c, uint64_t cookie, bool relax)
+{
+	struct timespec t0, t;
+	struct rp_completion comp;
+	int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = rp_poll(c, &comp, 1);
+		if (n < 0)
+			return n;
+		if (n == 1)
+			return comp.cookie == cookie && comp.status == 0 ? 0 : -EPROTO;
+		if (relax)
+			rp_relax(c);
+		else
+			nanosleep(&(struct timespec){ 0, 100000L }, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 5)
+			return -ETIMEDOUT;
+	}
+}
+
+int main(void)
+{
+	struct timespec pace = { 0, PACE_NS };
+	struct rp_completion comp;
+	struct rp_client *c;
+	struct rp_region *r;
+	struct rp_remote *self;
+	unsigned i, slept = 0;
+	int st, n;
+
+	if ((st = rp_connect(NULL, &c)) < 0 || (st = rp_region_alloc(c, 1 << 16, 0, &r)) < 0 ||
+	    (st = rp_region_export(r, "relax-self", RP_ACCESS_REMOTE_WRITE)) < 0 ||
+	    (st = rp_remote_open(c, NULL, "relax-self", &self)) < 0)
+		die("set-up", st);
+
+	for (i = 0, st = 0; i < N_FAST && st == 0; i++) {
+		submit(c, r, self, i + 1);
+		st = reap_one(c, i + 1, true);
+	}
+	check(st == 0, "%u writes polled to completion with rp_relax() between polls", N_FAST);
+	stage("fast");
+
+	for (i = 0, st = 0; i < N_PACED && st == 0; i++) {
+		submit(c, r, self, 1000 + i);
+		nanosleep(&pace, NULL);
+		st = reap_one(c, 1000 + i, false);
+		/* The next empty poll and rp_relax() see when this one arrived. */
+		if (st == 0 && rp_poll(c, &comp, 1) == 0)
+			rp_relax(c);
+	}
+	check(st == 0, "%u writes reaped %ld ms apart", N_PACED, PACE_NS / 1000000);
+	stage("paced");
+
+	/* The daemon is stopped: this write stays in flight. */
+	submit(c, r, self, 2000);
+	for (i = 0; i < 64; i++)
+		rp_relax(c);
+	stage("flag");
+	st = reap_one(c, 2000, false);
+	check(st == 0, "the write submitted while the daemon was stopped completed: %s",
+	      rp_strerror(st));
+	stage("reaped");
+
+	submit(c, r, self, 3000);
+	for (i = 0; i < 64; i++) {
+		n = rp_poll(c, &comp, 1);
+		if (n != 0) {
+			check(false, "a poll while the daemon is stopped found %d", n);
+			break;
+		}
+		slept += rp_relax(c) == 1;
+	}
+	check(slept > 0, "rp_relax() gave the CPU away %u times in 64 calls", slept);
+	stage("slept");
+	st = reap_one(c, 3000, false);
+	check(st == 0, "the write it slept for completed once the daemon ran: %s", rp_strerror(st));
+	n = rp_poll(c, &comp, 1);
+	check(n == 0, "and nothing else came (%d)", n);
+	rp_disconnect(c);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,78 @@
+#!/bin/bash
+# rp_relax() on a crowded host: it sleeps on the completion doorbell only
+# while its caller polls for completions that come far apart, and a client
+# that polls quickly-completing writes costs the daemon no doorbell per
+# completion (librdmaproxy(3), rp_relax). The daemon runs on CPU 0 and a busy
+# loop on CPU 1, so that the daemon counts more runnable tasks than its CPUs
+# and says so to its clients; test-client-relax drives the stages and the
+# daemon's rdmaproxy_client_doorbells_total is read between them.
+. "$(dirname "$0")/lib.sh"
+
+RELAX="$top_builddir/tests/integration/test-client-relax"
+CTL="$top_builddir/tools/ctl/rdmaproxyctl"
+
+if [ "$(nproc)" -lt 2 ] || ! command -v taskset >/dev/null; then
+	echo "1..0 # SKIP needs 2 CPUs and taskset"
+	exit 0
+fi
+write_conf "$T_DIR/rp.conf"
+"$RPD" --foreground -c "$T_DIR/rp.conf" >"$T_DIR/d.log" 2>&1 &
+DPID=$!
+T_PIDS+=("$DPID")
+taskset -p -c 0 "$DPID" >/dev/null
+export RDMAPROXY_SOCKET="$T_DIR/rp.sock"
+wait_for 10 test -S "$RDMAPROXY_SOCKET"
+ok $? "daemon started"
+taskset -c 1 sh -c 'while :; do :; done' &
+T_PIDS+=($!)
+
+doorbells() {
+	"$CTL" -s "$RDMAPROXY_SOCKET" metrics | awk '$1 == "rdmaproxy_client_doorbells_total" {print $2}'
+}
+said() { wait_for 30 grep -qx "$1" "$T_DIR/h.out"; }
+
+mkfifo "$T_DIR/h.in"
+"$RELAX" <"$T_DIR/h.in" >"$T_DIR/h.out" 2>&1 &
+HP=$!
+T_PIDS+=("$HP")
+exec 8>"$T_DIR/h.in"
+said fast
+ok $? "200 writes polled with rp_relax() between polls"
+d=$(doorbells)
+[ -n "$d" ] && [ "$d" -lt 10 ]
+ok $? "they cost the daemon no doorbell per completion ($d doorbells)"
+echo go >&8
+
+said paced
+ok $? "writes reaped 3 ms apart"
+d=$(doorbells)
+kill -STOP "$DPID"
+echo go >&8
+
+said flag
+ok $? "a write to the stopped daemon, then rp_relax() with no poll between"
+kill -CONT "$DPID"
+echo go >&8
+said reaped
+ok $? "that write completed"
+d2=$(doorbells)
+[ "$d2" = "$d" ]
+ok $? "rp_relax() in a spin on something else did not arm the doorbell ($d -> $d2)"
+kill -STOP "$DPID"
+echo go >&8
+
+said slept
+ok $? "a write to the stopped daemon, then rp_poll()/rp_relax() pairs"
+kill -CONT "$DPID"
+echo go >&8
+wait "$HP"
+ok $? "the helper's own checks held"
+diag "$T_DIR/h.out"
+exec 8>&-
+d3=$(doorbells)
+[ "$d3" = $((d2 + 1)) ]
+ok $? "rp_relax() slept on the doorbell and the daemon rang it once ($d2 -> $d3)"
+
+stop_daemon "$DPID"
+ok $? "daemon stopped cleanly"
+t_done
