@@ -74,12 +74,15 @@ struct rp_client {
 	bool poll_empty;      /* the last rp_poll() found nothing */
 	uint32_t relax_polls; /* rp_relax(): calls in a row right after an empty rp_poll() */
 	uint32_t reaped;      /* completions reaped so far (wraps) */
-	uint32_t relax_reaped;	       /* rp_relax(): `reaped` when it last noted an arrival */
-	uint64_t comp_ns, comp_gap_ns; /* rp_relax(): last arrival, usual time between */
+	uint32_t relax_reaped; /* rp_relax(): `reaped` when it last noted an arrival */
+	/* rp_relax(): when it last saw a completion arrive (or an op leave an empty queue), 0: none
+	 * in flight since; the usual wait */
+	uint64_t comp_ns, comp_gap_ns;
 	uint64_t next_check_ns; /* when an empty poll or a submission next looks at the socket */
 	struct op_slot *ops;
 	uint32_t n_ops;		    /* slots allocated */
 	uint32_t free_op;	    /* index + 1 of the first free slot, 0: none */
+	uint32_t inflight;	    /* slots in use: ops submitted and not yet completed */
 	uint32_t sweep;		    /* daemon gone: the next slot to report */
 	struct rp_region **regions; /* by id - 1 */
 	uint32_t n_regions;

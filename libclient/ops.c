@@ -70,6 +70,7 @@ int ops_track(struct rp_client *c, const struct rp_sqe *q, uint64_t *ret_wire)
 	s->op = sqe_rp_op(q->opcode);
 	s->region = (uint16_t)q->region;
 	*ret_wire = (uint64_t)s->gen << 32 | (idx + 1);
+	c->inflight++;
 	return 0;
 }
 
@@ -77,6 +78,7 @@ static void slot_free(struct rp_client *c, struct op_slot *s)
 {
 	s->op = 0;
 	s->gen++;
+	c->inflight--;
 	s->next = c->free_op;
 	c->free_op = (uint32_t)(s - c->ops) + 1;
 }

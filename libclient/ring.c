@@ -153,6 +153,10 @@ int client_submit(struct rp_client *c, const struct rp_sqe *q)
 		return -EPROTO;
 	if (used == c->v.sq_entries)
 		return -EAGAIN;
+	/* rp_relax(): an op into an empty queue starts the wait it measures. */
+	if (!c->inflight &&
+	    atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) != RP_CPUS_FREE)
+		c->comp_ns = now_ns(CLOCK_MONOTONIC);
 	r = ops_track(c, q, &wire);
 	if (r < 0)
 		return r;
@@ -255,6 +259,7 @@ static int reap(struct rp_client *c, struct rp_completion *comps, int max)
 	}
 	if (n) {
 		c->reaped += (uint32_t)n;
+		c->relax_polls = 0;
 		rp_ring_store(&c->v.cq->consumer, c->cq_head);
 		/* The daemon may be waiting for this space. */
 		if (rp_ring_take_wakeup(c->v.sq, RP_RING_STALLED))
@@ -332,7 +337,7 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
 	if (c->dead)
 		return poll_dead(c, comps, max);
 	n = reap(c, comps, max);
-	c->poll_empty = n == 0;
+	c->poll_empty = false;
 	if (n != 0)
 		return n;
 	now = now_ns(CLOCK_MONOTONIC_COARSE);
@@ -349,9 +354,10 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
 	 * here; one that polls or uses rp_wait() arms it just before sleeping,
 	 * so a busy poller costs the daemon no eventfd write per completion.
 	 */
-	if (!c->fd_user)
-		return 0;
-	return arm(c, comps, max);
+	if (c->fd_user)
+		n = arm(c, comps, max);
+	c->poll_empty = n == 0;
+	return n;
 }
 
 void client_wait_init(struct rp_client *c)
@@ -424,14 +430,23 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 	}
 }
 
-/* rp_relax(): completions arrived since it last looked; track their usual pace. */
+/*
+ * rp_relax(): completions arrived since it last looked. The time since the
+ * previous one (or since an op entered an empty queue) is one sample of how
+ * long this client waits for a completion; idle time with nothing in flight
+ * is not (a request loop's think time), and one sample counts at most 20 ms.
+ */
 static void relax_note(struct rp_client *c)
 {
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t now = now_ns(CLOCK_MONOTONIC), gap;
 
-	if (c->comp_ns)
-		c->comp_gap_ns = c->comp_gap_ns - c->comp_gap_ns / 4 + (now - c->comp_ns) / 4;
-	c->comp_ns = now;
+	if (c->comp_ns) {
+		gap = now - c->comp_ns;
+		if (gap > 2ull * RELAX_SLEEP_MAX_MS * 1000000u)
+			gap = 2ull * RELAX_SLEEP_MAX_MS * 1000000u;
+		c->comp_gap_ns = c->comp_gap_ns - c->comp_gap_ns / 4 + gap / 4;
+	}
+	c->comp_ns = c->inflight ? now : 0;
 	c->relax_reaped = c->reaped;
 }
 
@@ -468,6 +483,18 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 		return 0;
 	if (c->reaped != c->relax_reaped)
 		relax_note(c);
+	/*
+	 * Polling for completions (each of the last calls came right after a
+	 * poll that found none) of ops in flight that come far apart: sleep
+	 * until the next, whether or not the engine is busy (with other
+	 * clients' work, say). An application that spins on something else (a
+	 * flag in a region) between its polls never sleeps here.
+	 */
+	if (c->relax_polls >= RELAX_STILL_CALLS && c->relax_polls % RELAX_STILL_CALLS == 0 &&
+	    c->comp_gap_ns >= RELAX_SLEEP_GAP_NS && c->inflight && !c->dead) {
+		c->relax_calls = 0;
+		return relax_sleep(c);
+	}
 	p = atomic_load_explicit(&c->v.info->daemon_work, memory_order_relaxed);
 	if (p != c->relax_seen) {
 		c->relax_seen = p; /* busy on another CPU: spinning pays */
@@ -477,15 +504,6 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 	if (++c->relax_calls < RELAX_STILL_CALLS)
 		return 0;
 	c->relax_calls = 0;
-	/*
-	 * Polling for completions (each of the last calls came right after a
-	 * poll that found none) of ops in flight that come far apart: sleep
-	 * until the next. An application that spins on something else (a flag
-	 * in a region) between its polls only yields.
-	 */
-	if (c->relax_polls >= RELAX_STILL_CALLS && c->comp_gap_ns >= RELAX_SLEEP_GAP_NS &&
-	    c->sq_tail != c->cq_head && !c->dead)
-		return relax_sleep(c);
 	sched_yield();
 	return 1;
 }

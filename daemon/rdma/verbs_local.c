@@ -945,8 +945,9 @@ static void post_pending(struct vlane *l, bool self)
 			l->unsignaled = 0;
 		}
 	}
-	if (l->has_thread &&
-	    (!self || (v->active_lanes > 1 && (n > VL_SELF_WRS || bytes > VL_SELF_BYTES)))) {
+	/* Outside the engine's pass (not deferred) nothing would collect a hand-over soon. */
+	if (l->has_thread && (!self || (v->deferred && v->active_lanes > 1 &&
+					(n > VL_SELF_WRS || bytes > VL_SELF_BYTES)))) {
 		l->post_n = n;
 		l->handed = true;
 		lane_tell(l, LANE_POST);

@@ -7,9 +7,9 @@
  *
  *   test-client-relax
  *
- * Talks to the daemon at $RDMAPROXY_SOCKET, which the script runs on one
- * CPU while a busy loop runs on another, so that it tells its clients the
- * CPUs are crowded. The script reads rdmaproxy_client_doorbells_total
+ * Talks to the daemon at $RDMAPROXY_SOCKET, which the script runs on CPU 0
+ * while a busy loop runs on CPU 1, so that it tells its clients the CPUs
+ * are crowded; this program runs on CPU 0 too. The script reads rdmaproxy_client_doorbells_total
  * between the stages; it drives them with one line on stdin each, after
  * this program printed the previous stage's word:
  *   "fast"     200 writes done with rp_poll()/rp_relax(), completions
@@ -23,12 +23,15 @@
  *   "reaped"   that write reaped (plain polls); the script checks that no
  *              doorbell was rung for it, stops the daemon and says go
  *   "slept"    one more write, then 64 rp_poll()/rp_relax() pairs, which
- *              must sleep on the doorbell; the script continues the daemon,
+ *              must sleep on the doorbell (milliseconds, where 64 yields to
+ *              the stopped daemon's CPU take microseconds); the script
+ *              continues the daemon,
  *              says go and, after this program ended, checks that exactly
  *              one doorbell was rung for that write
  * Then PASS/FAIL lines for what this side saw, exit 0 if all held.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -117,9 +120,18 @@ int main(void)
 	struct rp_client *c;
 	struct rp_region *r;
 	struct rp_remote *self;
+	struct timespec t0, t1;
 	unsigned i, slept = 0;
+	double ms;
 	int st, n;
 
+	cpu_set_t cpu0;
+
+	/* On the daemon's CPU: a yield hands it the CPU at once, a sleep shows. */
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	if (sched_setaffinity(0, sizeof(cpu0), &cpu0) < 0)
+		die("sched_setaffinity", -errno);
 	if ((st = rp_connect(NULL, &c)) < 0 || (st = rp_region_alloc(c, 1 << 16, 0, &r)) < 0 ||
 	    (st = rp_region_export(r, "relax-self", RP_ACCESS_REMOTE_WRITE)) < 0 ||
 	    (st = rp_remote_open(c, NULL, "relax-self", &self)) < 0)
@@ -154,6 +166,7 @@ int main(void)
 	stage("reaped");
 
 	submit(c, r, self, 3000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (i = 0; i < 64; i++) {
 		n = rp_poll(c, &comp, 1);
 		if (n != 0) {
@@ -162,7 +175,11 @@ int main(void)
 		}
 		slept += rp_relax(c) == 1;
 	}
-	check(slept > 0, "rp_relax() gave the CPU away %u times in 64 calls", slept);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	/* Each sleep lasts the usual gap (~3 ms); 64 yields to an idle CPU take microseconds. */
+	check(slept > 0 && ms >= 2.0, "rp_relax() slept: %u of 64 calls gave the CPU away, %.1f ms",
+	      slept, ms);
 	stage("slept");
 	st = reap_one(c, 3000, false);
 	check(st == 0, "the write it slept for completed once the daemon ran: %s", rp_strerror(st));

@@ -2,9 +2,9 @@
 # rp_relax() on a crowded host: it sleeps on the completion doorbell only
 # while its caller polls for completions that come far apart, and a client
 # that polls quickly-completing writes costs the daemon no doorbell per
-# completion (librdmaproxy(3), rp_relax). The daemon runs on CPU 0 and a busy
-# loop on CPU 1, so that the daemon counts more runnable tasks than its CPUs
-# and says so to its clients; test-client-relax drives the stages and the
+# completion (librdmaproxy(3), rp_relax). The daemon and the client run on
+# CPU 0 and a busy loop on CPU 1, so that the daemon counts more runnable
+# tasks than its CPUs and says so to its clients; test-client-relax drives the stages and the
 # daemon's rdmaproxy_client_doorbells_total is read between them.
 . "$(dirname "$0")/lib.sh"
 
@@ -16,10 +16,10 @@ if [ "$(nproc)" -lt 2 ] || ! command -v taskset >/dev/null; then
 	exit 0
 fi
 write_conf "$T_DIR/rp.conf"
-"$RPD" --foreground -c "$T_DIR/rp.conf" >"$T_DIR/d.log" 2>&1 &
+# Started on CPU 0: it counts the CPUs it may use when it starts.
+taskset -c 0 "$RPD" --foreground -c "$T_DIR/rp.conf" >"$T_DIR/d.log" 2>&1 &
 DPID=$!
 T_PIDS+=("$DPID")
-taskset -p -c 0 "$DPID" >/dev/null
 export RDMAPROXY_SOCKET="$T_DIR/rp.sock"
 wait_for 10 test -S "$RDMAPROXY_SOCKET"
 ok $? "daemon started"
@@ -39,7 +39,7 @@ exec 8>"$T_DIR/h.in"
 said fast
 ok $? "200 writes polled with rp_relax() between polls"
 d=$(doorbells)
-[ -n "$d" ] && [ "$d" -lt 10 ]
+[ -n "$d" ] && [ "$d" -lt 20 ]
 ok $? "they cost the daemon no doorbell per completion ($d doorbells)"
 echo go >&8
 
