@@ -73,8 +73,7 @@ struct rp_client {
 	uint32_t relax_calls; /* rp_relax(): calls since the engine last moved */
 	bool poll_empty;      /* the last rp_poll() found nothing */
 	uint32_t relax_polls; /* rp_relax(): calls in a row right after an empty rp_poll() */
-	uint32_t reaped;      /* completions reaped so far (wraps) */
-	uint32_t relax_reaped; /* rp_relax(): `reaped` when it last noted an arrival */
+	uint32_t relax_reaped; /* rp_relax(): cq_head when it last noted an arrival */
 	/* rp_relax(): when it last saw a completion arrive (or an op leave an empty queue), 0: none
 	 * in flight since; the usual wait */
 	uint64_t comp_ns, comp_gap_ns;

@@ -258,7 +258,6 @@ static int reap(struct rp_client *c, struct rp_completion *comps, int max)
 		c->cq_head++;
 	}
 	if (n) {
-		c->reaped += (uint32_t)n;
 		c->relax_polls = 0;
 		rp_ring_store(&c->v.cq->consumer, c->cq_head);
 		/* The daemon may be waiting for this space. */
@@ -313,16 +312,21 @@ static int check_fds(struct rp_client *c, int timeout_ms)
  * nothing needs doing (no system call); only after the daemon used the
  * arming is the eventfd drained and the flag set again.
  */
-static int arm(struct rp_client *c, struct rp_completion *comps, int max)
+static void arm_flag(struct rp_client *c)
 {
 	uint64_t v;
 
 	if (atomic_load_explicit(&c->v.cq->flags, memory_order_acquire) & RP_RING_NEED_WAKEUP)
-		return reap(c, comps, max);
+		return;
 	if (read(c->cq_efd, &v, sizeof(v)) < 0) {
 		/* EAGAIN: the daemon had not rung. */
 	}
 	rp_ring_arm(c->v.cq, RP_RING_NEED_WAKEUP);
+}
+
+static int arm(struct rp_client *c, struct rp_completion *comps, int max)
+{
+	arm_flag(c);
 	return reap(c, comps, max);
 }
 
@@ -447,20 +451,15 @@ static void relax_note(struct rp_client *c)
 		c->comp_gap_ns = c->comp_gap_ns - c->comp_gap_ns / 4 + gap / 4;
 	}
 	c->comp_ns = c->inflight ? now : 0;
-	c->relax_reaped = c->reaped;
+	c->relax_reaped = c->cq_head;
 }
 
 /* rp_relax(): sleep on the doorbell until a completion comes (RELAX_SLEEP_MAX_MS). */
 static int relax_sleep(struct rp_client *c)
 {
-	uint64_t ms = (c->comp_gap_ns + 999999u) / 1000000u, v;
+	uint64_t ms = (c->comp_gap_ns + 999999u) / 1000000u;
 
-	if (!(atomic_load_explicit(&c->v.cq->flags, memory_order_acquire) & RP_RING_NEED_WAKEUP)) {
-		if (read(c->cq_efd, &v, sizeof(v)) < 0) {
-			/* EAGAIN: the daemon had not rung. */
-		}
-		rp_ring_arm(c->v.cq, RP_RING_NEED_WAKEUP);
-	}
+	arm_flag(c);
 	/* A completion may have raced the flag. */
 	if (rp_ring_load(&c->v.cq->producer) != c->cq_head)
 		return 0;
@@ -481,7 +480,7 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 	rp_cpu_relax();
 	if (atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) == RP_CPUS_FREE)
 		return 0;
-	if (c->reaped != c->relax_reaped)
+	if (c->cq_head != c->relax_reaped)
 		relax_note(c);
 	/*
 	 * Polling for completions (each of the last calls came right after a

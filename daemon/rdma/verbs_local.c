@@ -50,12 +50,8 @@
  * in the guest). With flows on one lane only, the loop thread posts: the
  * hand-over would only add a thread (1 client, 64 B: -25 % message rate).
  */
-#ifndef VL_SELF_WRS
 #define VL_SELF_WRS 1u
-#endif
-#ifndef VL_SELF_BYTES
 #define VL_SELF_BYTES 4096u
-#endif
 /* A poster thread with nothing to post looks this many times more before it sleeps. */
 #define VL_POSTER_SPINS 256
 
@@ -151,7 +147,7 @@ struct vlocal {
 	vlocal_done_fn done;
 	struct vlane *lanes;
 	unsigned n_lanes;
-	unsigned active_lanes; /* lanes with flows, as of the last vlocal_flush() */
+	unsigned active_lanes; /* lanes with flows (n_flows > 0) */
 	uint32_t cq_claimed;   /* completions claimed on the device CQ (rdev_cq_claim()) */
 	unsigned next_lane;    /* where the next new flow goes when lanes tie */
 	uint32_t max_msg;
@@ -685,7 +681,8 @@ static struct vl_flow *flow_get(struct vlocal *v, const void *key)
 	memset(f, 0, sizeof(*f));
 	f->key = key;
 	f->lane = lane_pick(v);
-	f->lane->n_flows++;
+	if (f->lane->n_flows++ == 0)
+		v->active_lanes++;
 	f->hnext = *pp;
 	*pp = f;
 	return f;
@@ -701,7 +698,8 @@ static void flow_put(struct vlocal *v, struct vl_flow *f)
 	for (pp = flow_slot(v, f->key); *pp != f; pp = &(*pp)->hnext)
 		;
 	*pp = f->hnext;
-	f->lane->n_flows--;
+	if (--f->lane->n_flows == 0)
+		v->active_lanes--;
 	f->hnext = v->spare_flows;
 	v->spare_flows = f;
 }
@@ -969,11 +967,6 @@ void vlocal_flush(struct vlocal *v)
 	struct vlane *prev = NULL;
 	unsigned i;
 
-	if (v) {
-		v->active_lanes = 0;
-		for (i = 0; i < v->n_lanes; i++)
-			v->active_lanes += v->lanes[i].n_flows > 0;
-	}
 	for (i = 0; v && i < v->n_lanes; i++) {
 		struct vlane *l = &v->lanes[i];
 

@@ -11,9 +11,13 @@ RPVM="$top_srcdir/tests/vm/rp-vm"
 
 vm_require() {
 	local why
-	if why=$("$RPVM" check 2>&1); then
+	# A second try: a guest that boots in seconds on a quiet host can miss
+	# the check's limit on a loaded one, and under CI that would fail a test.
+	if why=$("$RPVM" check 2>&1) || why=$("$RPVM" check 2>&1); then
 		return 0
 	fi
+	printf '%s\n' "$why" | sed 's/^/# /'
+	why=$(printf '%s\n' "$why" | sed -n 's/^rp-vm check: //p' | tail -n 1)
 	if [ "${CI:-}" = true ]; then
 		echo "1..1"
 		echo "not ok 1 - the Soft-RoCE guest cannot run under CI: $why"
