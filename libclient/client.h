@@ -66,14 +66,14 @@ struct rp_client {
 	uint32_t sq_cons; /* the daemon's consumer index as last read (ring.c: client_submit) */
 	uint32_t cq_head; /* private consumer index */
 	bool dead;
-	bool fd_user;	      /* rp_fd() was asked for: empty polls must leave the doorbell armed */
-	uint8_t wait_mode;    /* enum rp_wait_mode */
-	uint32_t spin_ns;     /* rp_wait()'s current spin before sleeping (adaptive) */
-	uint32_t relax_seen;  /* rp_relax(): the engine's count of busy passes it last saw */
-	uint32_t relax_calls; /* rp_relax(): calls since the engine last moved */
-	bool poll_empty;      /* the last rp_poll() found nothing */
-	uint32_t relax_polls; /* rp_relax(): calls in a row right after an empty rp_poll() */
-	uint32_t relax_reaped; /* rp_relax(): cq_head when it last noted an arrival */
+	bool fd_user;	     /* rp_fd() was asked for: empty polls must leave the doorbell armed */
+	uint8_t wait_mode;   /* enum rp_wait_mode */
+	uint32_t spin_ns;    /* rp_wait()'s current spin before sleeping (adaptive) */
+	uint32_t relax_seen; /* rp_relax(): the engine's count of busy passes it last saw */
+	uint64_t relax_still_ns; /* rp_relax(): engine first seen still (0: not yet) */
+	bool poll_empty;	 /* the last rp_poll() found nothing */
+	uint32_t relax_polls;	 /* rp_relax(): calls in a row right after an empty rp_poll() */
+	uint32_t relax_reaped;	 /* rp_relax(): cq_head when it last noted an arrival */
 	/* rp_relax(): when it last saw a completion arrive (or an op leave an empty queue), 0: none
 	 * in flight since; the usual wait */
 	uint64_t comp_ns, comp_gap_ns;

@@ -39,7 +39,7 @@
  * between polls.
  */
 #define OWNER_STILL_NS 2000u
-/* rp_relax() calls without the engine moving before it yields (about OWNER_STILL_NS). */
+/* rp_relax() calls in a row after empty polls before it may sleep (below). */
 #define RELAX_STILL_CALLS 32u
 /*
  * While the CPUs are crowded, rp_relax() called after an empty rp_poll()
@@ -470,6 +470,7 @@ static int relax_sleep(struct rp_client *c)
 
 RP_EXPORT int rp_relax(struct rp_client *c)
 {
+	uint64_t now;
 	uint32_t p;
 
 	if (!c)
@@ -491,18 +492,29 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 	 */
 	if (c->relax_polls >= RELAX_STILL_CALLS && c->relax_polls % RELAX_STILL_CALLS == 0 &&
 	    c->comp_gap_ns >= RELAX_SLEEP_GAP_NS && c->inflight && !c->dead) {
-		c->relax_calls = 0;
+		c->relax_still_ns = 0;
 		return relax_sleep(c);
 	}
 	p = atomic_load_explicit(&c->v.info->daemon_work, memory_order_relaxed);
 	if (p != c->relax_seen) {
 		c->relax_seen = p; /* busy on another CPU: spinning pays */
-		c->relax_calls = 0;
+		c->relax_still_ns = 0;
 		return 0;
 	}
-	if (++c->relax_calls < RELAX_STILL_CALLS)
+	/*
+	 * Time, not calls: a call's `pause` costs from a few nanoseconds to
+	 * microseconds (under emulation), and a spinner that keeps the CPU
+	 * for 32 of them there held it for ~100 us while the peer it waited
+	 * for sat on the run queue.
+	 */
+	now = now_ns(CLOCK_MONOTONIC);
+	if (!c->relax_still_ns) {
+		c->relax_still_ns = now;
 		return 0;
-	c->relax_calls = 0;
+	}
+	if (now - c->relax_still_ns < OWNER_STILL_NS)
+		return 0;
+	c->relax_still_ns = 0;
 	sched_yield();
 	return 1;
 }

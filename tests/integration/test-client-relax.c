@@ -18,8 +18,9 @@
  *   "paced"    8 writes, their completions reaped ~3 ms apart; the script
  *              stops the daemon (SIGSTOP) and says go
  *   "flag"     one write submitted to the stopped daemon, then 64 rp_relax()
- *              calls with no rp_poll() between (a spin on a flag in a
- *              region); the script continues the daemon and says go
+ *              calls 3 us apart with no rp_poll() between (a spin on a flag
+ *              in a region), of which about half must yield; the script
+ *              continues the daemon and says go
  *   "reaped"   that write reaped (plain polls); the script checks that no
  *              doorbell was rung for it, stops the daemon and says go
  *   "slept"    one more write, then 64 rp_poll()/rp_relax() pairs, which
@@ -66,6 +67,17 @@ static void die(const char *what, int err)
 {
 	fprintf(stderr, "test-client-relax: %s: %s\n", what, rp_strerror(err));
 	exit(2);
+}
+
+/* Keep the CPU for @us microseconds. */
+static void busy_us(long us)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < us * 1000L);
 }
 
 static void stage(const char *word)
@@ -121,7 +133,7 @@ int main(void)
 	struct rp_region *r;
 	struct rp_remote *self;
 	struct timespec t0, t1;
-	unsigned i, slept = 0;
+	unsigned i, slept = 0, yielded = 0;
 	double ms;
 	int st, n;
 
@@ -157,8 +169,20 @@ int main(void)
 
 	/* The daemon is stopped: this write stays in flight. */
 	submit(c, r, self, 2000);
-	for (i = 0; i < 64; i++)
-		rp_relax(c);
+	for (i = 0; i < 64; i++) {
+		busy_us(3);
+		yielded += rp_relax(c) == 1;
+	}
+	/*
+	 * Calls 3 us apart, as a slow `pause` makes them under emulation: the
+	 * engine (stopped) has been still for more than 2 us at every other
+	 * call, so about half of them yield; counting calls (32 before a
+	 * yield) would keep this CPU for ~100 us at a time.
+	 */
+	check(yielded >= 16,
+	      "rp_relax() in a spin yields once the engine has been still 2 us: %u of 64 calls 3 "
+	      "us apart",
+	      yielded);
 	stage("flag");
 	st = reap_one(c, 2000, false);
 	check(st == 0, "the write submitted while the daemon was stopped completed: %s",
