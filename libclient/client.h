@@ -73,10 +73,8 @@ struct rp_client {
 	uint64_t relax_still_ns; /* rp_relax(): engine first seen still (0: not yet) */
 	bool poll_empty;	 /* the last rp_poll() found nothing */
 	uint32_t relax_polls;	 /* rp_relax(): calls in a row right after an empty rp_poll() */
-	uint32_t relax_reaped;	 /* rp_relax(): cq_head when it last noted an arrival */
-	/* rp_relax(): when it last saw a completion arrive (or an op leave an empty queue), 0: none
-	 * in flight since; the usual wait */
-	uint64_t comp_ns, comp_gap_ns;
+	/* rp_relax(): when its current wait for a completion began (0: none); the usual wait */
+	uint64_t wait_ns, wait_avg_ns;
 	uint64_t next_check_ns; /* when an empty poll or a submission next looks at the socket */
 	struct op_slot *ops;
 	uint32_t n_ops;		    /* slots allocated */

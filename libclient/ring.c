@@ -40,18 +40,18 @@
  */
 #define OWNER_STILL_NS 2000u
 /* rp_relax() calls in a row after empty polls before it may sleep (below). */
-#define RELAX_STILL_CALLS 32u
+#define RELAX_POLL_CALLS 4u
 /*
  * While the CPUs are crowded, rp_relax() called after an empty rp_poll()
- * sleeps on the doorbell (for the usual gap, at most RELAX_SLEEP_MAX_MS)
- * instead of yielding once this client's completions come at least
- * RELAX_SLEEP_GAP_NS apart: a yield keeps the spinner runnable, and
+ * sleeps on the doorbell (for the usual wait, at most RELAX_SLEEP_MAX_MS)
+ * instead of yielding once this client's waits for a completion usually
+ * last RELAX_SLEEP_WAIT_NS or more: a yield keeps the spinner runnable, and
  * the scheduler still gives it its share of a CPU the daemon needs for the
  * very work it waits for (in the guest, 4 clients spinning on 64 KiB writes
  * took 30 % of the CPU, the daemon's data copies 60 %). One wake-up per
  * millisecond or more costs far less than that.
  */
-#define RELAX_SLEEP_GAP_NS 1000000u
+#define RELAX_SLEEP_WAIT_NS 1000000u
 #define RELAX_SLEEP_MAX_MS 10
 
 static uint64_t now_ns(clockid_t clk)
@@ -153,10 +153,6 @@ int client_submit(struct rp_client *c, const struct rp_sqe *q)
 		return -EPROTO;
 	if (used == c->v.sq_entries)
 		return -EAGAIN;
-	/* rp_relax(): an op into an empty queue starts the wait it measures. */
-	if (!c->inflight &&
-	    atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) != RP_CPUS_FREE)
-		c->comp_ns = now_ns(CLOCK_MONOTONIC);
 	r = ops_track(c, q, &wire);
 	if (r < 0)
 		return r;
@@ -233,6 +229,23 @@ static int to_completion(struct rp_client *c, const struct rp_cqe *e, struct rp_
 }
 
 /*
+ * A completion came while rp_relax() waited for one (polling, with ops in
+ * flight): how long that wait took is one sample of how long this client
+ * waits for its completions (an average of 4; one sample counts at most
+ * 20 ms). Only waits count: completions reaped in batches long after they
+ * came (a ping-pong reaping its own writes now and then) say nothing.
+ */
+static void wait_note(struct rp_client *c)
+{
+	uint64_t w = now_ns(CLOCK_MONOTONIC) - c->wait_ns;
+
+	if (w > 2ull * RELAX_SLEEP_MAX_MS * 1000000u)
+		w = 2ull * RELAX_SLEEP_MAX_MS * 1000000u;
+	c->wait_avg_ns = c->wait_avg_ns - c->wait_avg_ns / 4 + w / 4;
+	c->wait_ns = 0;
+}
+
+/*
  * Copy out what is there. A completion that matches no operation of ours
  * stays in the ring and makes this -EPROTO from then on.
  */
@@ -258,6 +271,8 @@ static int reap(struct rp_client *c, struct rp_completion *comps, int max)
 		c->cq_head++;
 	}
 	if (n) {
+		if (c->wait_ns)
+			wait_note(c);
 		c->relax_polls = 0;
 		rp_ring_store(&c->v.cq->consumer, c->cq_head);
 		/* The daemon may be waiting for this space. */
@@ -434,30 +449,10 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 	}
 }
 
-/*
- * rp_relax(): completions arrived since it last looked. The time since the
- * previous one (or since an op entered an empty queue) is one sample of how
- * long this client waits for a completion; idle time with nothing in flight
- * is not (a request loop's think time), and one sample counts at most 20 ms.
- */
-static void relax_note(struct rp_client *c)
-{
-	uint64_t now = now_ns(CLOCK_MONOTONIC), gap;
-
-	if (c->comp_ns) {
-		gap = now - c->comp_ns;
-		if (gap > 2ull * RELAX_SLEEP_MAX_MS * 1000000u)
-			gap = 2ull * RELAX_SLEEP_MAX_MS * 1000000u;
-		c->comp_gap_ns = c->comp_gap_ns - c->comp_gap_ns / 4 + gap / 4;
-	}
-	c->comp_ns = c->inflight ? now : 0;
-	c->relax_reaped = c->cq_head;
-}
-
 /* rp_relax(): sleep on the doorbell until a completion comes (RELAX_SLEEP_MAX_MS). */
 static int relax_sleep(struct rp_client *c)
 {
-	uint64_t ms = (c->comp_gap_ns + 999999u) / 1000000u;
+	uint64_t ms = (c->wait_avg_ns + 999999u) / 1000000u;
 
 	arm_flag(c);
 	/* A completion may have raced the flag. */
@@ -479,19 +474,25 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 	c->relax_polls = c->poll_empty ? c->relax_polls + 1 : 0;
 	c->poll_empty = false;
 	rp_cpu_relax();
-	if (atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) == RP_CPUS_FREE)
+	if (atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) == RP_CPUS_FREE) {
+		c->wait_ns = 0;
 		return 0;
-	if (c->cq_head != c->relax_reaped)
-		relax_note(c);
+	}
+	/* A wait for completions starts here and ends in reap() (or at a call not after a poll). */
+	if (!c->relax_polls || !c->inflight)
+		c->wait_ns = 0;
+	else if (!c->wait_ns)
+		c->wait_ns = now_ns(CLOCK_MONOTONIC);
 	/*
 	 * Polling for completions (each of the last calls came right after a
-	 * poll that found none) of ops in flight that come far apart: sleep
-	 * until the next, whether or not the engine is busy (with other
-	 * clients' work, say). An application that spins on something else (a
-	 * flag in a region) between its polls never sleeps here.
+	 * poll that found none) of ops in flight, and such waits usually
+	 * last long: sleep until the next, whether or not the engine is busy
+	 * (with other clients' work, say). An application that spins on
+	 * something else (a flag in a region) between its polls never sleeps
+	 * here.
 	 */
-	if (c->relax_polls >= RELAX_STILL_CALLS && c->relax_polls % RELAX_STILL_CALLS == 0 &&
-	    c->comp_gap_ns >= RELAX_SLEEP_GAP_NS && c->inflight && !c->dead) {
+	if (c->relax_polls >= RELAX_POLL_CALLS && c->relax_polls % RELAX_POLL_CALLS == 0 &&
+	    c->wait_avg_ns >= RELAX_SLEEP_WAIT_NS && c->inflight && !c->dead) {
 		c->relax_still_ns = 0;
 		return relax_sleep(c);
 	}

@@ -15,8 +15,13 @@
  *   "fast"     200 writes done with rp_poll()/rp_relax(), completions
  *              microseconds apart: the script checks that the doorbell was
  *              not rung per completion
- *   "paced"    8 writes, their completions reaped ~3 ms apart; the script
- *              stops the daemon (SIGSTOP) and says go
+ *   "batched"  8 writes reaped 3 ms apart, long after each completed, then
+ *              64 rp_poll()/rp_relax() pairs with the daemon stopped (by
+ *              this program): the script checks that no doorbell was rung
+ *              (they yielded, not slept)
+ *   "paced"    8 writes, each waited for with rp_poll()/rp_relax() while
+ *              this program stops the daemon ($RP_TEST_DAEMON_PID) for
+ *              3 ms; the script stops the daemon (SIGSTOP) and says go
  *   "flag"     one write submitted to the stopped daemon, then 64 rp_relax()
  *              calls 3 us apart with no rp_poll() between (a spin on a flag
  *              in a region), of which about half must yield; the script
@@ -33,6 +38,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -127,7 +133,6 @@ static int reap_one(struct rp_client *c, uint64_t cookie, bool relax)
 
 int main(void)
 {
-	struct timespec pace = { 0, PACE_NS };
 	struct rp_completion comp;
 	struct rp_client *c;
 	struct rp_region *r;
@@ -138,6 +143,11 @@ int main(void)
 	int st, n;
 
 	cpu_set_t cpu0;
+	const char *dp = getenv("RP_TEST_DAEMON_PID");
+	pid_t daemon = dp ? (pid_t)atoi(dp) : 0;
+
+	if (daemon <= 0)
+		die("RP_TEST_DAEMON_PID", -EINVAL);
 
 	/* On the daemon's CPU: a yield hands it the CPU at once, a sleep shows. */
 	CPU_ZERO(&cpu0);
@@ -156,15 +166,51 @@ int main(void)
 	check(st == 0, "%u writes polled to completion with rp_relax() between polls", N_FAST);
 	stage("fast");
 
+	/*
+	 * Completions reaped 3 ms apart but long after they came (as a
+	 * ping-pong reaps its own writes in batches): no wait, so the pairs
+	 * below (the daemon stopped) only yield; the script checks that no
+	 * doorbell was armed.
+	 */
 	for (i = 0, st = 0; i < N_PACED && st == 0; i++) {
-		submit(c, r, self, 1000 + i);
-		nanosleep(&pace, NULL);
-		st = reap_one(c, 1000 + i, false);
-		/* The next empty poll and rp_relax() see when this one arrived. */
-		if (st == 0 && rp_poll(c, &comp, 1) == 0)
-			rp_relax(c);
+		submit(c, r, self, 500 + i);
+		nanosleep(&(struct timespec){ 0, PACE_NS }, NULL);
+		st = reap_one(c, 500 + i, true);
+		rp_relax(c); /* and a spin on something else, as the ping-pong's */
 	}
-	check(st == 0, "%u writes reaped %ld ms apart", N_PACED, PACE_NS / 1000000);
+	if (kill(daemon, SIGSTOP) < 0)
+		die("SIGSTOP", -errno);
+	submit(c, r, self, 600);
+	for (i = 0; i < 64 && (n = rp_poll(c, &comp, 1)) == 0; i++)
+		rp_relax(c);
+	if (kill(daemon, SIGCONT) < 0)
+		die("SIGCONT", -errno);
+	check(st == 0 && n == 0, "%u writes reaped %ld ms apart, then 64 polls of a stopped daemon",
+	      N_PACED, PACE_NS / 1000000);
+	st = reap_one(c, 600, true);
+	check(st == 0, "and that write completed: %s", rp_strerror(st));
+	stage("batched");
+
+	/* Each write waited for with rp_poll()/rp_relax() while the daemon is stopped for 3 ms. */
+	for (i = 0, st = 0; i < N_PACED && st == 0; i++) {
+		if (kill(daemon, SIGSTOP) < 0)
+			die("SIGSTOP", -errno);
+		submit(c, r, self, 1000 + i);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			n = rp_poll(c, &comp, 1);
+			if (n == 0)
+				rp_relax(c);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		} while (n == 0 &&
+			 (t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) <
+				 PACE_NS);
+		if (kill(daemon, SIGCONT) < 0)
+			die("SIGCONT", -errno);
+		st = n != 0 ? -EPROTO : reap_one(c, 1000 + i, true);
+	}
+	check(st == 0, "%u writes waited for %ld ms each with rp_relax() between polls", N_PACED,
+	      PACE_NS / 1000000);
 	stage("paced");
 
 	/* The daemon is stopped: this write stays in flight. */

@@ -32,7 +32,7 @@ doorbells() {
 said() { wait_for 30 grep -qx "$1" "$T_DIR/h.out"; }
 
 mkfifo "$T_DIR/h.in"
-"$RELAX" <"$T_DIR/h.in" >"$T_DIR/h.out" 2>&1 &
+RP_TEST_DAEMON_PID=$DPID "$RELAX" <"$T_DIR/h.in" >"$T_DIR/h.out" 2>&1 &
 HP=$!
 T_PIDS+=("$HP")
 exec 8>"$T_DIR/h.in"
@@ -43,8 +43,15 @@ d=$(doorbells)
 ok $? "they cost the daemon no doorbell per completion ($d doorbells)"
 echo go >&8
 
+said batched
+ok $? "writes reaped 3 ms apart after they completed, then polls of a stopped daemon"
+d2=$(doorbells)
+[ "$d2" = "$d" ]
+ok $? "completions reaped long after they came do not make rp_relax() sleep ($d -> $d2 doorbells)"
+echo go >&8
+
 said paced
-ok $? "writes reaped 3 ms apart"
+ok $? "writes waited for 3 ms each (the daemon stopped)"
 d=$(doorbells)
 kill -STOP "$DPID"
 echo go >&8
