@@ -308,7 +308,8 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
  * while the CPUs are crowded, with ops in flight, by a client whose waits
  * for a completion (polls with rp_relax() between, until one comes) have
  * lately been lasting 1 ms or more, it sleeps on the completion doorbell
- * instead, until a completion arrives or for the usual wait, at most 10 ms.
+ * instead (from the fourth call of a wait on), until a completion arrives
+ * or for the usual wait, at most 10 ms.
  * Returns 1 if it yielded or slept, 0 if not, -EINVAL.
  */
 RP_EXPORT int rp_relax(struct rp_client *c);

@@ -75,6 +75,7 @@ struct rp_client {
 	uint32_t relax_polls;	 /* rp_relax(): calls in a row right after an empty rp_poll() */
 	/* rp_relax(): when its current wait for a completion began (0: none); the usual wait */
 	uint64_t wait_ns, wait_avg_ns;
+	bool relaxed;		/* the last call was an rp_relax() in such a wait */
 	uint64_t next_check_ns; /* when an empty poll or a submission next looks at the socket */
 	struct op_slot *ops;
 	uint32_t n_ops;		    /* slots allocated */

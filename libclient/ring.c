@@ -230,10 +230,11 @@ static int to_completion(struct rp_client *c, const struct rp_cqe *e, struct rp_
 
 /*
  * A completion came while rp_relax() waited for one (polling, with ops in
- * flight): how long that wait took is one sample of how long this client
- * waits for its completions (an average of 4; one sample counts at most
- * 20 ms). Only waits count: completions reaped in batches long after they
- * came (a ping-pong reaping its own writes now and then) say nothing.
+ * flight, each poll right after an rp_relax()): how long that wait took is
+ * one sample of how long this client waits for its completions (a moving
+ * average, weight 1/4; one sample counts at most 20 ms). Only such waits
+ * count: completions reaped in batches long after they came (a ping-pong
+ * reaping its own writes now and then) or after rp_wait() say nothing.
  */
 static void wait_note(struct rp_client *c)
 {
@@ -355,6 +356,10 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
 	/* First: a corrupt ring must not keep the ops in flight from being reported. */
 	if (c->dead)
 		return poll_dead(c, comps, max);
+	/* A wait (rp_relax()) goes on only while polls and rp_relax() calls alternate. */
+	if (!c->relaxed)
+		c->wait_ns = 0;
+	c->relaxed = false;
 	n = reap(c, comps, max);
 	c->poll_empty = false;
 	if (n != 0)
@@ -455,9 +460,11 @@ static int relax_sleep(struct rp_client *c)
 	uint64_t ms = (c->wait_avg_ns + 999999u) / 1000000u;
 
 	arm_flag(c);
-	/* A completion may have raced the flag. */
-	if (rp_ring_load(&c->v.cq->producer) != c->cq_head)
+	/* A completion may have raced the flag: take the arming back (no doorbell for it). */
+	if (rp_ring_load(&c->v.cq->producer) != c->cq_head) {
+		rp_ring_take_wakeup(c->v.cq, RP_RING_NEED_WAKEUP);
 		return 0;
+	}
 	/* A hang-up is seen here too; the next rp_poll() reports it. */
 	check_fds(c, ms < RELAX_SLEEP_MAX_MS ? (int)ms : RELAX_SLEEP_MAX_MS);
 	return 1;
@@ -483,6 +490,7 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 		c->wait_ns = 0;
 	else if (!c->wait_ns)
 		c->wait_ns = now_ns(CLOCK_MONOTONIC);
+	c->relaxed = c->wait_ns != 0;
 	/*
 	 * Polling for completions (each of the last calls came right after a
 	 * poll that found none) of ops in flight, and such waits usually

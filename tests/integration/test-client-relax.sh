@@ -1,6 +1,7 @@
 #!/bin/bash
 # rp_relax() on a crowded host: it sleeps on the completion doorbell only
-# while its caller polls for completions that come far apart, and a client
+# while its caller polls for completions whose waits last long (not for
+# completions reaped long after they came), and a client
 # that polls quickly-completing writes costs the daemon no doorbell per
 # completion (librdmaproxy(3), rp_relax). The daemon and the client run on
 # CPU 0 and a busy loop on CPU 1, so that the daemon counts more runnable
@@ -27,6 +28,7 @@ taskset -c 1 sh -c 'while :; do :; done' &
 T_PIDS+=($!)
 
 doorbells() {
+	kill -CONT "$DPID" 2>/dev/null # never query a daemon left stopped
 	"$CTL" -s "$RDMAPROXY_SOCKET" metrics | awk '$1 == "rdmaproxy_client_doorbells_total" {print $2}'
 }
 said() { wait_for 30 grep -qx "$1" "$T_DIR/h.out"; }
@@ -36,18 +38,21 @@ RP_TEST_DAEMON_PID=$DPID "$RELAX" <"$T_DIR/h.in" >"$T_DIR/h.out" 2>&1 &
 HP=$!
 T_PIDS+=("$HP")
 exec 8>"$T_DIR/h.in"
+said batched
+ok $? "writes reaped 3 ms apart after they completed, then polls of a stopped daemon"
+d0=$(doorbells)
+[ "$d0" = 0 ]
+ok $? "completions reaped long after they came do not make rp_relax() sleep ($d0 doorbells)"
+echo go >&8
+
 said fast
 ok $? "200 writes polled with rp_relax() between polls"
 d=$(doorbells)
-[ -n "$d" ] && [ "$d" -lt 20 ]
-ok $? "they cost the daemon no doorbell per completion ($d doorbells)"
-echo go >&8
-
-said batched
-ok $? "writes reaped 3 ms apart after they completed, then polls of a stopped daemon"
-d2=$(doorbells)
-[ "$d2" = "$d" ]
-ok $? "completions reaped long after they came do not make rp_relax() sleep ($d -> $d2 doorbells)"
+slow=$(sed -n 's/^slow //p' "$T_DIR/h.out")
+# A wait of milliseconds (a machine busy with other work) is what rp_relax()
+# rightly sleeps for, at most a couple of times per wait; quick ones never.
+[ -n "$d" ] && [ -n "$slow" ] && [ "$d" -le $((2 * slow + 20)) ]
+ok $? "they cost the daemon no doorbell per completion ($d0 -> $d doorbells, $slow of 200 waits over 1 ms)"
 echo go >&8
 
 said paced
