@@ -301,7 +301,7 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
  * For an application that spins on rp_poll() in a loop of its own: call it
  * after a poll that found nothing. It executes the CPU's pause instruction
  * and, while the daemon says the host has more runnable tasks than CPUs and
- * its engine has not moved for two microseconds (it is not running,
+ * its engine has not moved for a microsecond (it is not running,
  * and may need this CPU), yields the CPU (sched_yield). While the engine
  * runs on another CPU it does not: spinning then pays, and a yield would
  * only hand this CPU to another spinner. Called after an empty rp_poll()

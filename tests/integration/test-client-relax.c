@@ -237,12 +237,12 @@ int main(void)
 	}
 	/*
 	 * Calls 3 us apart, as a slow `pause` makes them under emulation: the
-	 * engine (stopped) has been still for more than 2 us at every other
+	 * engine (stopped) has been still for more than 1 us at every other
 	 * call, so about half of them yield; counting calls (32 before a
 	 * yield) would keep this CPU for ~100 us at a time.
 	 */
 	check(yielded >= 16,
-	      "rp_relax() in a spin yields once the engine has been still 2 us: %u of 64 calls 3 "
+	      "rp_relax() in a spin yields once the engine has been still 1 us: %u of 64 calls 3 "
 	      "us apart",
 	      yielded);
 	stage("flag");
