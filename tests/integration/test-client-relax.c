@@ -38,6 +38,7 @@
  * Then PASS/FAIL lines for what this side saw, exit 0 if all held.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -80,15 +81,22 @@ static void die(const char *what, int err)
 	exit(2);
 }
 
+static long since_ns(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+
 /* Keep the CPU for @us microseconds. */
 static void busy_us(long us)
 {
-	struct timespec t0, t;
+	struct timespec t0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < us * 1000L);
+	while (since_ns(&t0) < us * 1000L)
+		;
 }
 
 static void stage(const char *word)
@@ -115,7 +123,7 @@ static void submit(struct rp_client *c, struct rp_region *r, struct rp_remote *s
 /* Poll, relaxing in between if @relax, until the completion of @cookie (5 s at most). */
 static int reap_one(struct rp_client *c, uint64_t cookie, bool relax)
 {
-	struct timespec t0, t;
+	struct timespec t0;
 	struct rp_completion comp;
 	int n;
 
@@ -130,10 +138,37 @@ static int reap_one(struct rp_client *c, uint64_t cookie, bool relax)
 			rp_relax(c);
 		else
 			nanosleep(&(struct timespec){ 0, 100000L }, NULL);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > 5)
+		if (since_ns(&t0) > 5000000000L)
 			return -ETIMEDOUT;
 	}
+}
+
+/*
+ * Stop the daemon, submit @cookie and poll for it with rp_relax() after each
+ * empty poll, @calls times or for @ns, whichever ends first; then continue
+ * the daemon. Returns what the last poll returned (0: nothing came, as it
+ * should not from a stopped daemon).
+ */
+static int stopped_wait(struct rp_client *c, struct rp_region *r, struct rp_remote *self,
+			uint64_t cookie, unsigned calls, long ns)
+{
+	struct rp_completion comp;
+	struct timespec t0;
+	unsigned i = 0;
+	int n;
+
+	if (kill(daemon_pid, SIGSTOP) < 0)
+		die("SIGSTOP", -errno);
+	submit(c, r, self, cookie);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		n = rp_poll(c, &comp, 1);
+		if (n == 0)
+			rp_relax(c);
+	} while (n == 0 && ++i < calls && since_ns(&t0) < ns);
+	if (kill(daemon_pid, SIGCONT) < 0)
+		die("SIGCONT", -errno);
+	return n;
 }
 
 int main(void)
@@ -142,7 +177,7 @@ int main(void)
 	struct rp_client *c;
 	struct rp_region *r;
 	struct rp_remote *self;
-	struct timespec t0, t1;
+	struct timespec t0;
 	unsigned i, slept = 0, yielded = 0, slow = 0;
 	double ms;
 	int st, n;
@@ -178,13 +213,7 @@ int main(void)
 		st = reap_one(c, 500 + i, false);
 		rp_relax(c); /* and a spin on something else, as the ping-pong's */
 	}
-	if (kill(daemon_pid, SIGSTOP) < 0)
-		die("SIGSTOP", -errno);
-	submit(c, r, self, 600);
-	for (i = 0; i < 64 && (n = rp_poll(c, &comp, 1)) == 0; i++)
-		rp_relax(c);
-	if (kill(daemon_pid, SIGCONT) < 0)
-		die("SIGCONT", -errno);
+	n = stopped_wait(c, r, self, 600, 64, LONG_MAX);
 	rp_relax(c); /* not after a poll: ends that wait, which must not count for the next stage */
 	check(st == 0 && n == 0, "%u writes reaped %ld ms apart, then 64 polls of a stopped daemon",
 	      N_PACED, PACE_NS / 1000000);
@@ -196,9 +225,7 @@ int main(void)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		submit(c, r, self, i + 1);
 		st = reap_one(c, i + 1, true);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		slow += (t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) >
-			1000000L;
+		slow += since_ns(&t0) > 1000000L;
 	}
 	check(st == 0, "%u writes polled to completion with rp_relax() between polls", N_FAST);
 	/* On a machine too busy for quick completions, rp_relax() rightly sleeps: the script is
@@ -209,20 +236,7 @@ int main(void)
 
 	/* Each write waited for with rp_poll()/rp_relax() while the daemon is stopped for 3 ms. */
 	for (i = 0, st = 0; i < N_PACED && st == 0; i++) {
-		if (kill(daemon_pid, SIGSTOP) < 0)
-			die("SIGSTOP", -errno);
-		submit(c, r, self, 1000 + i);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		do {
-			n = rp_poll(c, &comp, 1);
-			if (n == 0)
-				rp_relax(c);
-			clock_gettime(CLOCK_MONOTONIC, &t1);
-		} while (n == 0 &&
-			 (t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) <
-				 PACE_NS);
-		if (kill(daemon_pid, SIGCONT) < 0)
-			die("SIGCONT", -errno);
+		n = stopped_wait(c, r, self, 1000 + i, UINT_MAX, PACE_NS);
 		st = n != 0 ? -EPROTO : reap_one(c, 1000 + i, true);
 	}
 	check(st == 0, "%u writes waited for %ld ms each with rp_relax() between polls", N_PACED,
@@ -261,8 +275,7 @@ int main(void)
 		}
 		slept += rp_relax(c) == 1;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	ms = (double)since_ns(&t0) / 1e6;
 	/* Each sleep lasts the usual wait (~3 ms); 64 yields to an idle CPU take microseconds. */
 	check(slept > 0 && ms >= 2.0, "rp_relax() slept: %u of 64 calls gave the CPU away, %.1f ms",
 	      slept, ms);
