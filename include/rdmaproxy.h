@@ -305,11 +305,11 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
  * and may need this CPU), yields the CPU (sched_yield). While the engine
  * runs on another CPU it does not: spinning then pays, and a yield would
  * only hand this CPU to another spinner. Called after an empty rp_poll()
- * while the CPUs are crowded, with ops in flight, by a client whose waits
- * for a completion (polls with rp_relax() between, until one comes) have
- * lately been lasting 1 ms or more, it sleeps on the completion doorbell
- * instead (from the fourth call of a wait on), until a completion arrives
- * or for the usual wait, at most 10 ms.
+ * with ops in flight, by a client whose waits for a completion (polls with
+ * rp_relax() between, until one comes) have lately been lasting 1 ms or
+ * more, it sleeps on the completion doorbell instead, until a completion
+ * arrives or for the usual wait, at most 10 ms: from the fourth call of a
+ * wait on while the CPUs are crowded, from the 32nd while they are not.
  * Returns 1 if it yielded or slept, 0 if not, -EINVAL.
  */
 RP_EXPORT int rp_relax(struct rp_client *c);

@@ -30,7 +30,7 @@ check_PROGRAMS += tests/integration/test-client-death
 tests_integration_test_client_death_SOURCES = tests/integration/test-client-death.c
 tests_integration_test_client_death_LDADD = libclient/librdmaproxy.la
 tests_integration_test_client_death_LDFLAGS = $(AM_LDFLAGS) -no-install
-# rp_relax() sleeping on the doorbell on a crowded host.
+# rp_relax() sleeping on the doorbell on a crowded host, and with the CPUs free.
 check_PROGRAMS += tests/integration/test-client-relax
 tests_integration_test_client_relax_SOURCES = tests/integration/test-client-relax.c
 tests_integration_test_client_relax_LDADD = libclient/librdmaproxy.la
@@ -40,10 +40,12 @@ TESTS += tests/unit/test-ring \
 	tests/integration/test-client-regions.sh \
 	tests/integration/test-client.sh \
 	tests/integration/test-client-death.sh \
-	tests/integration/test-client-relax.sh
+	tests/integration/test-client-relax.sh \
+	tests/integration/test-client-relax-free.sh
 EXTRA_DIST += tests/integration/test-client-symbols.sh \
 	tests/integration/test-client-regions.sh \
 	tests/integration/test-client.sh \
 	tests/integration/test-client-death.sh \
-	tests/integration/test-client-relax.sh
+	tests/integration/test-client-relax.sh \
+	tests/integration/test-client-relax-free.sh
 

@@ -4,9 +4,12 @@
  * completion doorbell only while its caller polls for completions whose
  * waits have been lasting long, never while it spins on something else,
  * never for completions reaped long after they came, and never arms the
- * doorbell for a client whose completions come quickly.
+ * doorbell for a client whose completions come quickly. With "free"
+ * (test-client-relax-free.sh: the daemon says the CPUs are free), the
+ * stages "fast", "paced" and "slept" only, on CPU 1, and in "slept" no call
+ * before the 32nd of the wait may give the CPU away.
  *
- *   test-client-relax
+ *   test-client-relax [free]
  *
  * Talks to the daemon at $RDMAPROXY_SOCKET, which the script runs on CPU 0
  * while a busy loop runs on CPU 1, so that it tells its clients the CPUs
@@ -171,15 +174,99 @@ static int stopped_wait(struct rp_client *c, struct rp_region *r, struct rp_remo
 	return n;
 }
 
-int main(void)
+/* 200 writes polled to completion with rp_relax() between polls; says how many were slow. */
+static void fast_writes(struct rp_client *c, struct rp_region *r, struct rp_remote *self)
+{
+	struct timespec t0;
+	unsigned i, slow = 0;
+	int st;
+
+	for (i = 0, st = 0; i < N_FAST && st == 0; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		submit(c, r, self, i + 1);
+		st = reap_one(c, i + 1, true);
+		slow += since_ns(&t0) > 1000000L;
+	}
+	check(st == 0, "%u writes polled to completion with rp_relax() between polls", N_FAST);
+	/* On a machine too busy for quick completions, rp_relax() rightly sleeps: the script is
+	 * told. */
+	printf("slow %u\n", slow);
+	fflush(stdout);
+}
+
+/* Each write waited for with rp_poll()/rp_relax() while the daemon is stopped for 3 ms. */
+static void paced_writes(struct rp_client *c, struct rp_region *r, struct rp_remote *self)
+{
+	unsigned i;
+	int st, n;
+
+	for (i = 0, st = 0; i < N_PACED && st == 0; i++) {
+		n = stopped_wait(c, r, self, 1000 + i, UINT_MAX, PACE_NS);
+		st = n != 0 ? -EPROTO : reap_one(c, 1000 + i, true);
+	}
+	check(st == 0, "%u writes waited for %ld ms each with rp_relax() between polls", N_PACED,
+	      PACE_NS / 1000000);
+}
+
+/*
+ * With the daemon stopped (by the script): one write, then 64 rp_poll()/
+ * rp_relax() pairs, of which the first to give the CPU away must be call
+ * @first or later. Then the script continues the daemon and says go.
+ */
+static void slept_write(struct rp_client *c, struct rp_region *r, struct rp_remote *self,
+			unsigned first)
+{
+	struct rp_completion comp;
+	struct timespec t0;
+	unsigned i, slept = 0, at = 0;
+	double ms;
+	int st, n;
+
+	submit(c, r, self, 3000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 1; i <= 64; i++) {
+		n = rp_poll(c, &comp, 1);
+		if (n != 0) {
+			check(false, "a poll while the daemon is stopped found %d", n);
+			break;
+		}
+		if (rp_relax(c) == 1 && !slept++)
+			at = i;
+	}
+	ms = (double)since_ns(&t0) / 1e6;
+	/* Each sleep lasts the usual wait (~3 ms); 64 yields to an idle CPU take microseconds. */
+	check(slept > 0 && ms >= 2.0, "rp_relax() slept: %u of 64 calls gave the CPU away, %.1f ms",
+	      slept, ms);
+	check(at >= first, "the first of them was call %u (not before call %u)", at, first);
+	stage("slept");
+	st = reap_one(c, 3000, false);
+	check(st == 0, "the write it slept for completed once the daemon ran: %s", rp_strerror(st));
+	n = rp_poll(c, &comp, 1);
+	check(n == 0, "and nothing else came (%d)", n);
+}
+
+/*
+ * The CPUs free (the script makes the daemon read one runnable task): quick
+ * completions still arm no doorbell per completion, and a client whose waits
+ * last milliseconds sleeps, but only once a wait has lasted 32 calls.
+ */
+static void free_stages(struct rp_client *c, struct rp_region *r, struct rp_remote *self)
+{
+	fast_writes(c, r, self);
+	stage("fast");
+	paced_writes(c, r, self);
+	stage("paced");
+	slept_write(c, r, self, 32);
+}
+
+int main(int argc, char **argv)
 {
 	struct rp_completion comp;
 	struct rp_client *c;
 	struct rp_region *r;
 	struct rp_remote *self;
-	struct timespec t0;
-	unsigned i, slept = 0, yielded = 0, slow = 0;
-	double ms;
+	unsigned i, yielded = 0;
+	bool free_cpus;
 	int st, n;
 
 	cpu_set_t cpu0;
@@ -189,15 +276,25 @@ int main(void)
 	if (daemon_pid <= 0)
 		die("RP_TEST_DAEMON_PID", -EINVAL);
 
-	/* On the daemon's CPU: a yield hands it the CPU at once, a sleep shows. */
+	/*
+	 * Crowded: on the daemon's CPU (a yield hands it the CPU at once, a
+	 * sleep shows). Free: on the other one, as a spinner with a CPU to
+	 * spare would be.
+	 */
+	free_cpus = argc > 1 && !strcmp(argv[1], "free");
 	CPU_ZERO(&cpu0);
-	CPU_SET(0, &cpu0);
+	CPU_SET(free_cpus ? 1 : 0, &cpu0);
 	if (sched_setaffinity(0, sizeof(cpu0), &cpu0) < 0)
 		die("sched_setaffinity", -errno);
 	if ((st = rp_connect(NULL, &c)) < 0 || (st = rp_region_alloc(c, 1 << 16, 0, &r)) < 0 ||
 	    (st = rp_region_export(r, "relax-self", RP_ACCESS_REMOTE_WRITE)) < 0 ||
 	    (st = rp_remote_open(c, NULL, "relax-self", &self)) < 0)
 		die("set-up", st);
+	if (free_cpus) {
+		free_stages(c, r, self);
+		rp_disconnect(c);
+		return failures ? 1 : 0;
+	}
 
 	/*
 	 * First, with no wait measured yet: completions reaped 3 ms apart but
@@ -220,27 +317,9 @@ int main(void)
 	st = reap_one(c, 600, false);
 	check(st == 0, "and that write completed: %s", rp_strerror(st));
 	stage("batched");
-
-	for (i = 0, st = 0; i < N_FAST && st == 0; i++) {
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		submit(c, r, self, i + 1);
-		st = reap_one(c, i + 1, true);
-		slow += since_ns(&t0) > 1000000L;
-	}
-	check(st == 0, "%u writes polled to completion with rp_relax() between polls", N_FAST);
-	/* On a machine too busy for quick completions, rp_relax() rightly sleeps: the script is
-	 * told. */
-	printf("slow %u\n", slow);
-	fflush(stdout);
+	fast_writes(c, r, self);
 	stage("fast");
-
-	/* Each write waited for with rp_poll()/rp_relax() while the daemon is stopped for 3 ms. */
-	for (i = 0, st = 0; i < N_PACED && st == 0; i++) {
-		n = stopped_wait(c, r, self, 1000 + i, UINT_MAX, PACE_NS);
-		st = n != 0 ? -EPROTO : reap_one(c, 1000 + i, true);
-	}
-	check(st == 0, "%u writes waited for %ld ms each with rp_relax() between polls", N_PACED,
-	      PACE_NS / 1000000);
+	paced_writes(c, r, self);
 	stage("paced");
 
 	/* The daemon is stopped: this write stays in flight. */
@@ -265,25 +344,7 @@ int main(void)
 	      rp_strerror(st));
 	stage("reaped");
 
-	submit(c, r, self, 3000);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (i = 0; i < 64; i++) {
-		n = rp_poll(c, &comp, 1);
-		if (n != 0) {
-			check(false, "a poll while the daemon is stopped found %d", n);
-			break;
-		}
-		slept += rp_relax(c) == 1;
-	}
-	ms = (double)since_ns(&t0) / 1e6;
-	/* Each sleep lasts the usual wait (~3 ms); 64 yields to an idle CPU take microseconds. */
-	check(slept > 0 && ms >= 2.0, "rp_relax() slept: %u of 64 calls gave the CPU away, %.1f ms",
-	      slept, ms);
-	stage("slept");
-	st = reap_one(c, 3000, false);
-	check(st == 0, "the write it slept for completed once the daemon ran: %s", rp_strerror(st));
-	n = rp_poll(c, &comp, 1);
-	check(n == 0, "and nothing else came (%d)", n);
+	slept_write(c, r, self, 1);
 	rp_disconnect(c);
 	return failures ? 1 : 0;
 }
