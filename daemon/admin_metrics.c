@@ -205,8 +205,8 @@ static void engine_counters(struct text *t, const struct admin_ctx *ctx)
 	counter1(t, "rdmaproxy_engine_busy_passes_total",
 		 "Engine passes that found work (submissions or completions).", st->busy_passes);
 	counter1(t, "rdmaproxy_engine_yields_total",
-		 "Times the idle engine gave its CPU away (sched_yield) because more tasks were "
-		 "runnable than there are CPUs.",
+		 "Times the idle engine gave its CPU away (sched_yield, or a wait for a lane's "
+		 "poster thread) because more tasks were runnable than there are CPUs.",
 		 st->yields);
 	counter1(t, "rdmaproxy_engine_sleeps_total",
 		 "Times the engine stopped spinning and slept until a doorbell or an event.",

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rdma/rdma_dev.h"
@@ -160,6 +161,9 @@ struct vlocal {
 	unsigned n_spare;
 	struct ibv_qp_attr rtr, rts;
 	int rtr_mask, rts_mask;
+	/* Lists the poster threads have posted, and whether the loop thread waits for the next. */
+	uint32_t posts_done;
+	uint32_t post_waiter;
 };
 
 static bool gid_is_v4mapped(const union ibv_gid *g)
@@ -310,6 +314,13 @@ static long futex(uint32_t *word, int op, uint32_t val)
 	return syscall(SYS_futex, word, op, val, NULL, NULL, 0);
 }
 
+static long futex_wait_ns(uint32_t *word, uint32_t val, uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+
+	return syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
 /* A lane's poster thread: posts what it is handed, spins a little, sleeps. */
 static void *poster(void *arg)
 {
@@ -328,6 +339,10 @@ static void *poster(void *arg)
 			l->post_r = vx_post_send(l->qp, l->wrv, &bad);
 			l->post_bad = bad ? (uint32_t)(bad - l->wrv) : 0;
 			__atomic_store_n(&l->cmd, LANE_IDLE, __ATOMIC_RELEASE);
+			/* Dekker with vlocal_wait_post(): one of us sees the other's store. */
+			__atomic_add_fetch(&l->v->posts_done, 1, __ATOMIC_SEQ_CST);
+			if (__atomic_load_n(&l->v->post_waiter, __ATOMIC_SEQ_CST))
+				futex(&l->v->posts_done, FUTEX_WAKE_PRIVATE, 1);
 			spins = 0;
 			continue;
 		}
@@ -988,6 +1003,27 @@ bool vlocal_busy(const struct vlocal *v)
 		if (v->lanes[i].handed)
 			return true;
 	return false;
+}
+
+bool vlocal_wait_post(struct vlocal *v, uint64_t max_ns)
+{
+	uint32_t seq;
+	bool posting = false;
+	unsigned i;
+
+	if (!v)
+		return false;
+	seq = __atomic_load_n(&v->posts_done, __ATOMIC_SEQ_CST);
+	for (i = 0; i < v->n_lanes; i++)
+		posting |= v->lanes[i].handed &&
+			   __atomic_load_n(&v->lanes[i].cmd, __ATOMIC_ACQUIRE) != LANE_IDLE;
+	if (!posting)
+		return false;
+	__atomic_store_n(&v->post_waiter, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&v->posts_done, __ATOMIC_SEQ_CST) == seq)
+		futex_wait_ns(&v->posts_done, seq, max_ns);
+	__atomic_store_n(&v->post_waiter, 0, __ATOMIC_RELAXED);
+	return true;
 }
 
 void vlocal_defer(struct vlocal *v, bool deferred)

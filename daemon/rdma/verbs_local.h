@@ -77,6 +77,12 @@ void vlocal_flush(struct vlocal *v);
  * vlocal_flush() (a failed post is reported there): true until then.
  */
 bool vlocal_busy(const struct vlocal *v);
+/*
+ * While a poster thread posts a list (on rxe it does the copies in that
+ * call), block until one of them is done or @max_ns passed, giving this CPU
+ * to whoever needs it. false at once if none is posting.
+ */
+bool vlocal_wait_post(struct vlocal *v, uint64_t max_ns);
 
 /* For status and tests. */
 uint32_t vlocal_qp_num(const struct vlocal *v, unsigned lane);
