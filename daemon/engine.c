@@ -19,8 +19,9 @@
  * are runnable than there are CPUs (cpuload.h, sampled every millisecond),
  * sched_yield() so that a client sharing this CPU runs (a spinner that does
  * not yield then takes the CPU the others need to make the progress it waits
- * for; a lane's thread posting a list is such a party, so then it yields at
- * once); with a CPU to spare, the spin makes no system call. Each client's
+ * for); while a lane's thread posts a list (such a party: on rxe it copies
+ * the data in that call), it blocks until a poster is done instead, for
+ * POST_WAIT_NS at most; with a CPU to spare, the spin makes no system call. Each client's
  * ring says which it is, so that its library waits the same way. The spin's
  * length adapts: it grows when the engine
  * was woken right after it gave up, it shrinks when it keeps spinning for
@@ -66,8 +67,11 @@
 #define IDLE_CLOCK_PASSES 4u
 /* Idle passes spent with `pause` before each further one yields the CPU, if crowded. */
 #define PAUSE_PASSES 8u
-/* The longest an idle pass waits for a lane's poster thread to finish its list. */
-#define POST_WAIT_NS 1000000u
+/*
+ * The longest an idle pass waits for a lane's poster thread to finish its
+ * list (rings, the CQ and libuv are not looked at meanwhile).
+ */
+#define POST_WAIT_NS 200000u
 /*
  * A session that submits every G (a ping-pong, a request loop) keeps its
  * ring polled, and the engine awake, for 2G after each submission, at most
@@ -379,7 +383,8 @@ static void run(struct engine *e)
 		 * bandwidth: medians from -2 % to +29 % in two boots). Better
 		 * still, it then blocks until a poster is done (POST_WAIT_NS at
 		 * most): a yield comes back at once, or only at the next tick,
-		 * and each return is a pass that finds nothing to do.
+		 * and each return is a pass that finds nothing to do (4 and 16
+		 * clients writing 64 KiB: +18 % and +11 % in one boot).
 		 */
 		yield = e->cpus == RP_CPUS_CROWDED &&
 			(idle > PAUSE_PASSES || vlocal_busy(e->vlocal));
@@ -402,7 +407,9 @@ static void run(struct engine *e)
 		}
 		if (yield) {
 			e->st.yields++;
-			if (!vlocal_wait_post(e->vlocal, POST_WAIT_NS))
+			if (vlocal_wait_post(e->vlocal, POST_WAIT_NS))
+				tick(e); /* it may have blocked */
+			else
 				sched_yield();
 		} else {
 			rp_cpu_relax();

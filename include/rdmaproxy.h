@@ -309,7 +309,8 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
  * rp_relax() between, until one comes) have lately been lasting 1 ms or
  * more, it sleeps on the completion doorbell instead, until a completion
  * arrives or for the usual wait, at most 10 ms: from the fourth call of a
- * wait on while the CPUs are crowded, from the 32nd while they are not.
+ * wait on while the CPUs are crowded, from the 32nd while they are not
+ * (and then only waits that reach the 32nd call are timed, from there).
  * Returns 1 if it yielded or slept, 0 if not, -EINVAL.
  */
 RP_EXPORT int rp_relax(struct rp_client *c);

@@ -61,11 +61,14 @@
 /*
  * While the CPUs are free, the same sleep, but only from a wait's
  * RELAX_FREE_CALLS-th call on, which is also where its timing starts (a
- * short wait reads no clock). "Free" is the daemon's snapshot, at most a
- * millisecond old, of a moment its own loop thread was running: a client
- * that spins through a 10 ms wait takes a CPU that the daemon's lane threads
- * need the moment they post (guest, 4 clients writing 64 KiB: 95 % of the
- * clients' rp_relax() calls returned at once on "free").
+ * short wait reads no clock, and the usual wait is then that of the waits
+ * this long). Calls, not time, for that clock's sake: 32 calls are ~1-3 us
+ * on a host, far more under emulation. "Free" is the daemon's reading as it
+ * last published it while polling this client's ring (sampled every
+ * millisecond while it runs), of a moment its own loop thread was running:
+ * a client that spins through a 10 ms wait takes a CPU that the daemon's
+ * lane threads need the moment they post (guest, 4 clients writing 64 KiB:
+ * 95 % of the clients' rp_relax() calls returned at once on "free").
  */
 #define RELAX_FREE_CALLS 32u
 
@@ -500,11 +503,12 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 	cpus_free = atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) == RP_CPUS_FREE;
 	/*
 	 * A wait for completions starts here and ends in reap() (or at a call
-	 * not after a poll); with the CPUs free, at its RELAX_FREE_CALLS-th call.
+	 * not after a poll); while the CPUs are free, its timing only starts at
+	 * its RELAX_FREE_CALLS-th call (a free reading later on does not restart it).
 	 */
-	if (!c->relax_polls || !c->inflight || (cpus_free && c->relax_polls < RELAX_FREE_CALLS))
+	if (!c->relax_polls || !c->inflight)
 		c->wait_ns = 0;
-	else if (!c->wait_ns)
+	else if (!c->wait_ns && (!cpus_free || c->relax_polls >= RELAX_FREE_CALLS))
 		c->wait_ns = now_ns(CLOCK_MONOTONIC);
 	c->relaxed = c->wait_ns != 0;
 	/*
@@ -515,7 +519,7 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 	 * something else (a flag in a region) between its polls never sleeps
 	 * here.
 	 */
-	if (c->wait_ns && c->relax_polls >= RELAX_POLL_CALLS &&
+	if (c->wait_ns && c->relax_polls >= (cpus_free ? RELAX_FREE_CALLS : RELAX_POLL_CALLS) &&
 	    c->relax_polls % RELAX_POLL_CALLS == 0 && c->wait_avg_ns >= RELAX_SLEEP_WAIT_NS &&
 	    !c->dead) {
 		c->relax_still_ns = 0;

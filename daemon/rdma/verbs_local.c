@@ -1014,9 +1014,13 @@ bool vlocal_wait_post(struct vlocal *v, uint64_t max_ns)
 	if (!v)
 		return false;
 	seq = __atomic_load_n(&v->posts_done, __ATOMIC_SEQ_CST);
-	for (i = 0; i < v->n_lanes; i++)
-		posting |= v->lanes[i].handed &&
-			   __atomic_load_n(&v->lanes[i].cmd, __ATOMIC_ACQUIRE) != LANE_IDLE;
+	for (i = 0; i < v->n_lanes; i++) {
+		if (!v->lanes[i].handed)
+			continue;
+		if (__atomic_load_n(&v->lanes[i].cmd, __ATOMIC_ACQUIRE) == LANE_IDLE)
+			return true; /* done, not yet collected: the next pass hands it more */
+		posting = true;
+	}
 	if (!posting)
 		return false;
 	__atomic_store_n(&v->post_waiter, 1, __ATOMIC_SEQ_CST);

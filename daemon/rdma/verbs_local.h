@@ -80,7 +80,8 @@ bool vlocal_busy(const struct vlocal *v);
 /*
  * While a poster thread posts a list (on rxe it does the copies in that
  * call), block until one of them is done or @max_ns passed, giving this CPU
- * to whoever needs it. false at once if none is posting.
+ * to whoever needs it; true at once if one is done and its result not yet
+ * taken (vlocal_flush() takes it), false at once if none is posting.
  */
 bool vlocal_wait_post(struct vlocal *v, uint64_t max_ns);
 

@@ -40,7 +40,11 @@ RP_TEST_DAEMON_PID=$DPID "$RELAX" free <"$T_DIR/h.in" >"$T_DIR/h.out" 2>&1 &
 HP=$!
 T_PIDS+=("$HP")
 exec 8>"$T_DIR/h.in"
+said ready
+ok $? "the client connected and set up its regions"
 d0=$(doorbells)
+echo go >&8
+
 said fast
 ok $? "200 writes polled with rp_relax() between polls"
 d=$(doorbells)

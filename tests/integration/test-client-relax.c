@@ -5,17 +5,20 @@
  * waits have been lasting long, never while it spins on something else,
  * never for completions reaped long after they came, and never arms the
  * doorbell for a client whose completions come quickly. With "free"
- * (test-client-relax-free.sh: the daemon says the CPUs are free), the
- * stages "fast", "paced" and "slept" only, on CPU 1, and in "slept" no call
- * before the 32nd of the wait may give the CPU away.
+ * (test-client-relax-free.sh: the daemon says the CPUs are free; no busy
+ * loop, and this program runs on CPU 1), the stages "ready" (set up, for
+ * the script's first look at the doorbells), "fast", "paced" and "slept"
+ * only, as below, and in "slept" no call before the 32nd of the wait may
+ * give the CPU away.
  *
  *   test-client-relax [free]
  *
  * Talks to the daemon at $RDMAPROXY_SOCKET, which the script runs on CPU 0
  * while a busy loop runs on CPU 1, so that it tells its clients the CPUs
- * are crowded; this program runs on CPU 0 too. The script reads rdmaproxy_client_doorbells_total
- * between the stages; it drives them with one line on stdin each, after
- * this program printed the previous stage's word:
+ * are crowded; this program runs on CPU 0 too (crowded mode). The script
+ * reads rdmaproxy_client_doorbells_total between the stages; it drives them
+ * with one line on stdin each, after this program printed the previous
+ * stage's word:
  *   "batched"  8 writes reaped 3 ms apart, long after each completed, then
  *              64 rp_poll()/rp_relax() pairs with the daemon stopped (by
  *              this program): the script checks that no doorbell was rung
@@ -252,6 +255,7 @@ static void slept_write(struct rp_client *c, struct rp_region *r, struct rp_remo
  */
 static void free_stages(struct rp_client *c, struct rp_region *r, struct rp_remote *self)
 {
+	stage("ready");
 	fast_writes(c, r, self);
 	stage("fast");
 	paced_writes(c, r, self);
