@@ -265,7 +265,6 @@ static void free_stages(struct rp_client *c, struct rp_region *r, struct rp_remo
 
 int main(int argc, char **argv)
 {
-	struct rp_completion comp;
 	struct rp_client *c;
 	struct rp_region *r;
 	struct rp_remote *self;
