@@ -21,8 +21,9 @@
  * not yield then takes the CPU the others need to make the progress it waits
  * for); while a lane's thread posts a list (such a party: on rxe it copies
  * the data in that call), it blocks until a poster is done instead, for
- * POST_WAIT_NS at most; with a CPU to spare, the spin makes no system call. Each client's
- * ring says which it is, so that its library waits the same way. The spin's
+ * POST_WAIT_NS at most; with a CPU to spare, the spin makes no system call.
+ * Each client's ring says which it is, so that its library waits the same
+ * way. The spin's
  * length adapts: it grows when the engine
  * was woken right after it gave up, it shrinks when it keeps spinning for
  * nothing. Bytes from a tcp peer (engine_net) keep it spinning too, looking

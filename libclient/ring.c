@@ -503,8 +503,9 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 	cpus_free = atomic_load_explicit(&c->v.info->cpus, memory_order_relaxed) == RP_CPUS_FREE;
 	/*
 	 * A wait for completions starts here and ends in reap() (or at a call
-	 * not after a poll); while the CPUs are free, its timing only starts at
-	 * its RELAX_FREE_CALLS-th call (a free reading later on does not restart it).
+	 * not after a poll); while the CPUs are free, its timing only starts
+	 * at its RELAX_FREE_CALLS-th call (a free reading later on does not
+	 * restart it).
 	 */
 	if (!c->relax_polls || !c->inflight)
 		c->wait_ns = 0;
@@ -515,9 +516,9 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 	 * Polling for completions (each of the last calls came right after a
 	 * poll that found none) of ops in flight, and such waits usually
 	 * last long: sleep until the next, whether or not the engine is busy
-	 * (with other clients' work, say) or the CPUs are free. An application that spins on
-	 * something else (a flag in a region) between its polls never sleeps
-	 * here.
+	 * (with other clients' work, say) or the CPUs are free. An
+	 * application that spins on something else (a flag in a region)
+	 * between its polls never sleeps here.
 	 */
 	if (c->wait_ns && c->relax_polls >= (cpus_free ? RELAX_FREE_CALLS : RELAX_POLL_CALLS) &&
 	    c->relax_polls % RELAX_POLL_CALLS == 0 && c->wait_avg_ns >= RELAX_SLEEP_WAIT_NS &&

@@ -309,16 +309,10 @@ static int lane_new(struct vlane *l, uint32_t depth, char *why, size_t whylen)
 	return 0;
 }
 
-static long futex(uint32_t *word, int op, uint32_t val)
+/* @timeout: for FUTEX_WAIT_PRIVATE, relative (NULL: none). */
+static long futex(uint32_t *word, int op, uint32_t val, const struct timespec *timeout)
 {
-	return syscall(SYS_futex, word, op, val, NULL, NULL, 0);
-}
-
-static long futex_wait_ns(uint32_t *word, uint32_t val, uint64_t ns)
-{
-	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-
-	return syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+	return syscall(SYS_futex, word, op, val, timeout, NULL, 0);
 }
 
 /* A lane's poster thread: posts what it is handed, spins a little, sleeps. */
@@ -342,7 +336,7 @@ static void *poster(void *arg)
 			/* Dekker with vlocal_wait_post(): one of us sees the other's store. */
 			__atomic_add_fetch(&l->v->posts_done, 1, __ATOMIC_SEQ_CST);
 			if (__atomic_load_n(&l->v->post_waiter, __ATOMIC_SEQ_CST))
-				futex(&l->v->posts_done, FUTEX_WAKE_PRIVATE, 1);
+				futex(&l->v->posts_done, FUTEX_WAKE_PRIVATE, 1, NULL);
 			spins = 0;
 			continue;
 		}
@@ -355,7 +349,7 @@ static void *poster(void *arg)
 		/* Dekker with lane_tell(): one of us sees the other's store. */
 		__atomic_store_n(&l->sleeping, 1, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&l->cmd, __ATOMIC_SEQ_CST) == LANE_IDLE)
-			futex(&l->cmd, FUTEX_WAIT_PRIVATE, LANE_IDLE);
+			futex(&l->cmd, FUTEX_WAIT_PRIVATE, LANE_IDLE, NULL);
 		__atomic_store_n(&l->sleeping, 0, __ATOMIC_RELAXED);
 		spins = 0;
 	}
@@ -365,7 +359,7 @@ static void lane_tell(struct vlane *l, uint32_t cmd)
 {
 	__atomic_store_n(&l->cmd, cmd, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&l->sleeping, __ATOMIC_SEQ_CST))
-		futex(&l->cmd, FUTEX_WAKE_PRIVATE, 1);
+		futex(&l->cmd, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
 static void take_back(struct vlane *l, uint32_t first, uint32_t n, int err);
@@ -1024,8 +1018,12 @@ bool vlocal_wait_post(struct vlocal *v, uint64_t max_ns)
 	if (!posting)
 		return false;
 	__atomic_store_n(&v->post_waiter, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&v->posts_done, __ATOMIC_SEQ_CST) == seq)
-		futex_wait_ns(&v->posts_done, seq, max_ns);
+	if (__atomic_load_n(&v->posts_done, __ATOMIC_SEQ_CST) == seq) {
+		struct timespec ts = { (time_t)(max_ns / 1000000000u),
+				       (long)(max_ns % 1000000000u) };
+
+		futex(&v->posts_done, FUTEX_WAIT_PRIVATE, seq, &ts);
+	}
 	__atomic_store_n(&v->post_waiter, 0, __ATOMIC_RELAXED);
 	return true;
 }

@@ -41,6 +41,11 @@ ok() { # ok COND-EXIT-STATUS NAME
 
 diag() { sed 's/^/# /' "$@"; }
 
+# metric_of SOCKET NAME: the value of the daemon's metric NAME (no labels).
+metric_of() {
+	"$top_builddir/tools/ctl/rdmaproxyctl" -s "$1" metrics | awk -v n="$2" '$1 == n {print $2}'
+}
+
 t_done() {
 	echo "1..$T_N"
 	[ "$T_FAIL" -eq 0 ]

@@ -11,7 +11,6 @@
 . "$(dirname "$0")/lib.sh"
 
 RELAX="$top_builddir/tests/integration/test-client-relax"
-CTL="$top_builddir/tools/ctl/rdmaproxyctl"
 
 printf '0.00 0.00 0.00 1/100 1\n' >"$T_DIR/loadavg"
 if [ "$(nproc)" -lt 2 ] || ! command -v taskset >/dev/null || ! command -v unshare >/dev/null ||
@@ -31,7 +30,7 @@ ok $? "daemon started, reading a /proc/loadavg that says the CPUs are free"
 
 doorbells() {
 	kill -CONT "$DPID" 2>/dev/null # never query a daemon left stopped
-	"$CTL" -s "$RDMAPROXY_SOCKET" metrics | awk '$1 == "rdmaproxy_client_doorbells_total" {print $2}'
+	metric_of "$RDMAPROXY_SOCKET" rdmaproxy_client_doorbells_total
 }
 said() { wait_for 30 grep -qx "$1" "$T_DIR/h.out"; }
 

@@ -10,7 +10,6 @@
 . "$(dirname "$0")/lib.sh"
 
 RELAX="$top_builddir/tests/integration/test-client-relax"
-CTL="$top_builddir/tools/ctl/rdmaproxyctl"
 
 if [ "$(nproc)" -lt 2 ] || ! command -v taskset >/dev/null; then
 	echo "1..0 # SKIP needs 2 CPUs and taskset"
@@ -29,7 +28,7 @@ T_PIDS+=($!)
 
 doorbells() {
 	kill -CONT "$DPID" 2>/dev/null # never query a daemon left stopped
-	"$CTL" -s "$RDMAPROXY_SOCKET" metrics | awk '$1 == "rdmaproxy_client_doorbells_total" {print $2}'
+	metric_of "$RDMAPROXY_SOCKET" rdmaproxy_client_doorbells_total
 }
 said() { wait_for 30 grep -qx "$1" "$T_DIR/h.out"; }
 
