@@ -201,9 +201,9 @@ conf D A:bad
 sed -i "s|^\[peer \"C\"\]|[peer \"D\"]\naddress = 127.0.0.1:${PORT[D]}\nkey_file = $T_DIR/good.key\n[peer \"C\"]|" "$T_DIR/A.conf"
 kill -HUP "${PID[A]}"
 start D
-wait_for 10 grep -q "shared key" "$T_DIR/D.log"
+wait_for 30 grep -q "shared key" "$T_DIR/D.log"
 ok $? "wrong key: rejected, the dialling side logs why"
-wait_for 10 grep -q "handshake with D .*shared key\|rejected by the peer: .*shared key" "$T_DIR/A.log"
+wait_for 30 grep -q "handshake with D .*shared key\|rejected by the peer: .*shared key" "$T_DIR/A.log"
 ok $? "wrong key: the other side logs it too"
 ! grep -q "peer D: .* -> up" "$T_DIR/A.log"
 ok $? "wrong key: never up"
