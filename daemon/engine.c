@@ -8,7 +8,8 @@
  * the rings and the CQ are read from memory, the clock is read every
  * CLOCK_PASSES passes, and the loop is handed back to libuv only every
  * BUDGET_NS (control work: new clients, peers, timers) or when nothing is
- * left to do.
+ * left to do. It counts the sessions that have work: while several do, heavy
+ * post lists go to the lanes' threads (vlocal_shared()).
  *
  * Idle, the engine spins a while before sleeping, since a submission or a
  * completion is often microseconds away and a wake-up costs far more
@@ -83,6 +84,16 @@
  */
 #define HOT_MAX_NS 2000000u
 #define HOT_GAP_MAX_NS 8000000u
+/*
+ * The sessions that had work are counted per SHARED_EPOCH_NS: while more
+ * than one did in this epoch or the last, a heavy post list goes to its
+ * lane's thread even while the other lanes are empty (vlocal_shared()).
+ * Long enough to span a heavy list that the loop thread posts itself (128
+ * WRs of 64 B take ~2 ms in the guest, and no other ring is looked at
+ * meanwhile: with 2 ms, 4 clients still found "one session" at most of
+ * their lists).
+ */
+#define SHARED_EPOCH_NS 10000000u
 /* The idle spin before sleeping adapts between these. */
 #define SPIN_MIN_NS 10000u
 #define SPIN_MAX_NS 200000u
@@ -105,7 +116,10 @@ struct engine {
 	uint64_t busy_at;  /* last pass with work, or last look at the doorbells */
 	uint64_t slept_at; /* when it last went to sleep */
 	struct cpuload load;
-	uint32_t cpus; /* RP_CPUS_FREE or RP_CPUS_CROWDED, as last sampled */
+	uint32_t cpus;	   /* RP_CPUS_FREE or RP_CPUS_CROWDED, as last sampled */
+	uint64_t epoch_at; /* when the current epoch began (SHARED_EPOCH_NS) */
+	uint32_t epoch;
+	unsigned epoch_sessions, last_sessions; /* sessions with work in it, in the last */
 	struct engine_stats st;
 };
 
@@ -117,11 +131,25 @@ static uint64_t clock_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Read the clock and, when due, how crowded the CPUs are. */
+static void shared_update(struct engine *e)
+{
+	vlocal_shared(e->vlocal, e->epoch_sessions > 1 || e->last_sessions > 1);
+}
+
+/* Read the clock and, when due, how crowded the CPUs are; start a new epoch. */
 static void tick(struct engine *e)
 {
 	e->now = clock_ns();
 	e->cpus = cpuload_crowded(&e->load, e->now) ? RP_CPUS_CROWDED : RP_CPUS_FREE;
+	if (e->now - e->epoch_at >= SHARED_EPOCH_NS) {
+		/* After a sleep of more than an epoch the last one saw nothing. */
+		e->last_sessions =
+			e->now - e->epoch_at < 2 * SHARED_EPOCH_NS ? e->epoch_sessions : 0;
+		e->epoch_sessions = 0;
+		e->epoch++;
+		e->epoch_at = e->now;
+		shared_update(e);
+	}
 }
 
 static void run(struct engine *e);
@@ -155,6 +183,7 @@ int engine_new(uv_loop_t *loop, struct core *core, struct rdev *rdev, struct vlo
 	e->asleep = true;
 	cpuload_init(&e->load, "/proc/loadavg");
 	e->cpus = RP_CPUS_CROWDED;
+	e->epoch = 1; /* a new session's is 0 */
 	*ret = e;
 	return 0;
 }
@@ -276,6 +305,11 @@ static void had_work(struct engine *e, struct engine_ent *ent)
 	}
 	ent->work_ns = e->now;
 	ent->last_ns = e->now;
+	if (ent->epoch != e->epoch) {
+		ent->epoch = e->epoch;
+		if (++e->epoch_sessions == 2)
+			shared_update(e);
+	}
 	if (ent->gap_ns > HOT_GAP_MAX_NS)
 		ent->window_ns = 0;
 	else

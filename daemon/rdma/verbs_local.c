@@ -42,14 +42,21 @@
 #define VL_ALONE_BYTES (16ull << 20)
 #define VL_FLOW_BUCKETS 256 /* power of two */
 /*
- * While flows are on more than one lane, the loop thread posts a list itself
- * only if it is light: at most VL_SELF_WRS WRs and VL_SELF_BYTES of payload
- * (a latency path: no hand-over). Heavier lists go to their lane's thread:
- * on rxe the posting thread does the protocol work and copies the data, so
- * the loop thread posting them itself would do every lane's work on one CPU
- * (4 clients writing 64 KiB: 26-33 MiB/s, against 40-46 with the hand-over,
- * in the guest). With flows on one lane only, the loop thread posts: the
- * hand-over would only add a thread (1 client, 64 B: -25 % message rate).
+ * While flows are on more than one lane, or several sessions submit
+ * (vlocal_shared()), the loop thread posts a list itself only if it is
+ * light: at most VL_SELF_WRS WRs and VL_SELF_BYTES of payload (a latency
+ * path: no hand-over). Heavier lists go to their lane's thread: on rxe the
+ * posting thread does the protocol work and copies the data, so the loop
+ * thread posting them itself would do every lane's work on one CPU (4
+ * clients writing 64 KiB: 26-33 MiB/s, against 40-46 with the hand-over, in
+ * the guest). "Several sessions", not only "several lanes with flows": rxe
+ * completes a list within its post call, so a flow is gone again soon, and
+ * with 4 clients writing 64 B most lists found the other lanes empty. The
+ * loop thread then posted them itself (~100 WRs, milliseconds each) and saw
+ * no other ring meanwhile, which kept the others' lanes empty: one CPU
+ * posted, the other was a third idle. With one session submitting, the loop
+ * thread posts: the hand-over would only add a thread (1 client, 64 B: -25 %
+ * message rate).
  */
 #define VL_SELF_WRS 1u
 #define VL_SELF_BYTES 4096u
@@ -154,6 +161,7 @@ struct vlocal {
 	uint32_t max_msg;
 	uint32_t max_inline;
 	bool deferred; /* post in vlocal_flush() only (the engine's pass) */
+	bool shared;   /* several sessions submit (vlocal_shared()) */
 	bool closing;
 	struct vl_flow *flows[VL_FLOW_BUCKETS]; /* flows with ops queued or posted */
 	struct vl_flow *spare_flows;
@@ -953,7 +961,7 @@ static void post_pending(struct vlane *l, bool self)
 		}
 	}
 	/* Outside the engine's pass (not deferred) nothing would collect a hand-over soon. */
-	if (l->has_thread && (!self || (v->deferred && v->active_lanes > 1 &&
+	if (l->has_thread && (!self || (v->deferred && (v->active_lanes > 1 || v->shared) &&
 					(n > VL_SELF_WRS || bytes > VL_SELF_BYTES)))) {
 		l->post_n = n;
 		l->handed = true;
@@ -969,7 +977,7 @@ static void post_pending(struct vlane *l, bool self)
  * The end of a pass: every lane with work posts. With several, all but the
  * last go to their poster threads; this thread posts the last itself if it
  * is light (VL_SELF_WRS: no hand-over on a latency path). With one lane,
- * this thread posts.
+ * this thread posts, unless several sessions submit and the list is heavy.
  */
 void vlocal_flush(struct vlocal *v)
 {
@@ -1032,6 +1040,12 @@ void vlocal_defer(struct vlocal *v, bool deferred)
 {
 	if (v)
 		v->deferred = deferred;
+}
+
+void vlocal_shared(struct vlocal *v, bool shared)
+{
+	if (v)
+		v->shared = shared;
 }
 
 static int submit(struct vlocal *v, enum ibv_wr_opcode opc, struct vmr *l, uint64_t loff,

@@ -72,6 +72,12 @@ int vlocal_read(struct vlocal *v, struct vmr *dst, uint64_t doff, struct vmr *sr
 void vlocal_defer(struct vlocal *v, bool deferred);
 void vlocal_flush(struct vlocal *v);
 /*
+ * Several sessions submit (the engine's reading of the last milliseconds):
+ * vlocal_flush() then hands a heavy list to its lane's thread even while the
+ * other lanes are empty, and the caller goes on with the other sessions.
+ */
+void vlocal_shared(struct vlocal *v, bool shared);
+/*
  * With several lanes, vlocal_flush() hands lists to the lanes' poster
  * threads; while one is being posted the caller must come back to
  * vlocal_flush() (a failed post is reported there): true until then.

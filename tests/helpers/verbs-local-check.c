@@ -7,8 +7,10 @@
  * flow's backlog or huge op does not hold up another's op; each flow's ops
  * complete in order), and exactly one report per op when the QP is torn down
  * with work outstanding. Then with four lanes (QPs): flows spread over them,
- * each flow's ops in order and byte-exact while all lanes are busy, and one
- * report per op at tear-down. Exits 77 without a device.
+ * each flow's ops in order and byte-exact while all lanes are busy, who posts
+ * a lone flow's lists (the calling thread, or its lane's thread while several
+ * sessions submit), and one report per op at tear-down. Exits 77 without a
+ * device.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -231,6 +233,41 @@ static void lanes(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr
 	tap_ok(once, "each reported exactly once, all OK");
 	tap_ok(inorder, "each flow's WRITEs completed in the order it submitted them");
 	tap_ok(fnv1a(src, 4u << 20) == fnv1a(dst, 4u << 20), "the four stripes are byte-exact");
+
+	/*
+	 * One flow alone: this thread posts its lists itself, unless several
+	 * sessions submit (vlocal_shared()); then a heavy list goes to its
+	 * lane's thread (a handed list counts as busy until it is collected),
+	 * and a single small write still does not.
+	 */
+	memset(reports, 0, sizeof(reports));
+	base = done_count;
+	once = 1;
+	for (i = 0; i < 17; i++) {
+		uint32_t len = i == 16 ? 64 : 4096;
+		bool busy;
+
+		if (i == 8)
+			vlocal_shared(v, true);
+		if (vlocal_write(v, ms, (uint64_t)i * 4096, md, (uint64_t)i * 4096, len, &keys[0],
+				 (void *)(uintptr_t)(16 + i)) < 0)
+			once = 0;
+		if (i != 7 && i != 15 && i != 16)
+			continue;
+		vlocal_flush(v);
+		busy = vlocal_busy(v);
+		tap_ok(busy == (i == 15), "one flow, %s: %s is posted by %s",
+		       i < 8 ? "one session" : "several sessions",
+		       i == 16 ? "a single 64 B WRITE" : "a list of eight 4 KiB WRITEs",
+		       busy ? "its lane's thread" : "the calling thread");
+		if (wait_done_deferred(d, v, base + i + 1) < 0)
+			once = 0;
+	}
+	vlocal_shared(v, false);
+	for (i = 0; i < 17; i++)
+		once &= reports[16 + i] == 1 && statuses[16 + i] == 0 &&
+			(i == 0 || seq[16 + i] > seq[16 + i - 1]);
+	tap_ok(once, "those 17 WRITEs complete once each, in order");
 
 	memset(reports, 0, sizeof(reports));
 	base = done_count;
