@@ -13,25 +13,23 @@
  *
  * Idle, the engine spins a while before sleeping, since a submission or a
  * completion is often microseconds away and a wake-up costs far more
- * (RXE-FACTS: an eventfd round trip is ~100 us in the test guest); a
- * session that submits at a steady pace keeps it awake for twice its usual
- * gap between submissions (had_work()). The
- * spin is bounded and polite: `pause` first, then, only while more tasks
- * are runnable than there are CPUs (cpuload.h, sampled every millisecond),
- * sched_yield() so that a client sharing this CPU runs (a spinner that does
- * not yield then takes the CPU the others need to make the progress it waits
- * for); while a lane's thread posts a list (such a party: on rxe it copies
- * the data in that call), it blocks until a poster is done instead, for
- * POST_WAIT_NS at most; with a CPU to spare, the spin makes no system call.
- * Each client's ring says which it is, so that its library waits the same
- * way. The spin's
- * length adapts: it grows when the engine
- * was woken right after it gave up, it shrinks when it keeps spinning for
- * nothing. Bytes from a tcp peer (engine_net) keep it spinning too, looking
- * at the sockets every NET_LOOK_NS: a request or reply over tcp is then met
- * by a running loop instead of a wake-up. Before sleeping it arms every
- * doorbell (the clients' SQ flags, the CQ's event) and looks once more, so
- * nothing that raced is missed.
+ * (RXE-FACTS: an eventfd round trip is ~100 us in the test guest); a session
+ * that submits at a steady pace keeps it awake for twice its usual gap
+ * between submissions (had_work()). The spin is bounded and polite: `pause`
+ * first, then, only while more tasks are runnable than there are CPUs
+ * (cpuload.h, sampled every millisecond), sched_yield() so that a client
+ * sharing this CPU runs (a spinner that does not yield then takes the CPU
+ * the others need to make the progress it waits for); while a lane's thread
+ * posts a list (such a party: on rxe it copies the data in that call), it
+ * blocks until a poster is done instead, for POST_WAIT_NS at most; with a
+ * CPU to spare, the spin makes no system call. Each client's ring says which
+ * it is, so that its library waits the same way. The spin's length adapts:
+ * it grows when the engine was woken right after it gave up, it shrinks when
+ * it keeps spinning for nothing. Bytes from a tcp peer (engine_net) keep it
+ * spinning too, looking at the sockets every NET_LOOK_NS: a request or reply
+ * over tcp is then met by a running loop instead of a wake-up. Before
+ * sleeping it arms every doorbell (the clients' SQ flags, the CQ's event)
+ * and looks once more, so nothing that raced is missed.
  */
 #include "engine.h"
 
