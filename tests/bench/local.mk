@@ -8,5 +8,10 @@ tests_bench_idle_clients_SOURCES = tests/bench/idle-clients.c
 tests_bench_idle_clients_LDADD = libclient/librdmaproxy.la
 # -no-install: a real binary with a build-tree rpath, no libtool wrapper script.
 tests_bench_idle_clients_LDFLAGS = $(AM_LDFLAGS) -no-install
+# What one RDMA WRITE costs its poster on rxe, and when its data lands (run it
+# in the test guest by hand: tests/bench/README.md).
+noinst_PROGRAMS += tests/bench/rxe-post-cost
+tests_bench_rxe_post_cost_SOURCES = tests/bench/rxe-post-cost.c
+tests_bench_rxe_post_cost_LDADD = $(IBVERBS_LIBS)
 TESTS += tests/bench/test-host-bench.sh
 EXTRA_DIST += tests/bench/README.md tests/bench/host-bench tests/bench/test-host-bench.sh
