@@ -34,22 +34,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
-#define WAIT_NS 2000000000ull /* a write whose data has not landed by then: error */
+#include "bench-util.h"
+
+#define WAIT_US 2e6 /* a write whose data has not landed by then: error */
 
 static _Atomic uint8_t *target;
-static _Atomic unsigned want;	/* the value the watcher waits for; 0: none */
-static _Atomic uint64_t landed; /* when it saw it */
+static _Atomic unsigned want;	  /* the value the watcher waits for */
+static _Atomic unsigned seen_for; /* the value @landed is for */
+static double landed;		  /* when the watcher saw it (bench_now_us()) */
 static _Atomic bool stop;
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 static void *watch(void *arg)
 {
@@ -57,18 +51,17 @@ static void *watch(void *arg)
 	while (!atomic_load(&stop)) {
 		unsigned w = atomic_load_explicit(&want, memory_order_acquire);
 
-		if (w && atomic_load_explicit(target, memory_order_relaxed) == w &&
-		    !atomic_load_explicit(&landed, memory_order_relaxed))
-			atomic_store_explicit(&landed, now_ns(), memory_order_release);
+		/*
+		 * A stale @w (the last write's) finds seen_for == w already, so a
+		 * late look never stamps the current write.
+		 */
+		if (atomic_load_explicit(&seen_for, memory_order_relaxed) != w &&
+		    atomic_load_explicit(target, memory_order_relaxed) == w) {
+			landed = bench_now_us();
+			atomic_store_explicit(&seen_for, w, memory_order_release);
+		}
 	}
 	return NULL;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static struct ibv_qp *qp_new(struct ibv_pd *pd, struct ibv_cq *cq)
@@ -86,8 +79,8 @@ static struct ibv_qp *qp_new(struct ibv_pd *pd, struct ibv_cq *cq)
 	return ibv_create_qp(pd, &ia);
 }
 
-static int qp_connect(struct ibv_qp *q, uint32_t dqpn, const union ibv_gid *gid, int gid_index,
-		      const struct ibv_port_attr *pa)
+static int qp_connect(struct ibv_qp *q, uint32_t dqpn, const union ibv_gid *gid,
+		      unsigned long gid_index, const struct ibv_port_attr *pa)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
@@ -129,17 +122,17 @@ static int qp_connect(struct ibv_qp *q, uint32_t dqpn, const union ibv_gid *gid,
 		       : 0;
 }
 
-static void print_stats(const char *what, uint64_t *v, size_t n)
-{
-	qsort(v, n, sizeof(*v), cmp_u64);
-	printf("%-34s median %8.2f us   p10 %8.2f   p90 %8.2f   p99 %8.2f\n", what, v[n / 2] / 1e3,
-	       v[n / 10] / 1e3, v[n * 9 / 10] / 1e3, v[n * 99 / 100] / 1e3);
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: rxe-post-cost [--self] [-s SIZE] [-n ITERS] [--gid N] [--region BYTES]\n");
+}
+
+static int bad_arg(const char *opt, const char *val)
+{
+	fprintf(stderr, "rxe-post-cost: invalid value '%s' for %s\n", val, opt);
+	usage(stderr);
+	return 2;
 }
 
 int main(int argc, char **argv)
@@ -153,9 +146,9 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	size_t size = 2, region = 1u << 20, skip, i;
-	long iters = 5000;
-	int gid_index = 0, self = 0, c, ndev, rc = 1;
+	unsigned long size = 2, region = 1u << 20, iters = 5000, gid_index = 0;
+	size_t skip, i;
+	int self = 0, c, ndev, rc = 1;
 	struct ibv_device **dl;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -165,7 +158,8 @@ int main(int argc, char **argv)
 	struct ibv_mr *msrc, *mdst;
 	struct ibv_qp *a, *b;
 	uint8_t *src, *dst;
-	uint64_t *post, *land;
+	double *post, *land;
+	struct bench_stats st;
 	pthread_t th;
 
 	while ((c = getopt_long(argc, argv, "s:n:h", opts, NULL)) != -1) {
@@ -174,16 +168,20 @@ int main(int argc, char **argv)
 			self = 1;
 			break;
 		case 's':
-			size = strtoull(optarg, NULL, 0);
+			if (!bench_parse_ulong(optarg, 1, 1ul << 30, &size))
+				return bad_arg("-s", optarg);
 			break;
 		case 'n':
-			iters = strtol(optarg, NULL, 0);
+			if (!bench_parse_ulong(optarg, 10, 10000000, &iters))
+				return bad_arg("-n", optarg);
 			break;
 		case 'g':
-			gid_index = atoi(optarg);
+			if (!bench_parse_ulong(optarg, 0, 255, &gid_index))
+				return bad_arg("--gid", optarg);
 			break;
 		case 'r':
-			region = strtoull(optarg, NULL, 0);
+			if (!bench_parse_ulong(optarg, 1, 1ul << 36, &region))
+				return bad_arg("--region", optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -193,9 +191,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (size < 1 || region < size || iters < 10 || gid_index < 0 || gid_index > 255) {
+	if (region < size) {
 		fprintf(stderr,
-			"rxe-post-cost: need 1 <= SIZE <= REGION, ITERS >= 10, GID 0-255\n");
+			"rxe-post-cost: the region (%lu B) is smaller than a write (%lu B)\n",
+			region, size);
 		return 2;
 	}
 	dl = ibv_get_device_list(&ndev);
@@ -206,7 +205,8 @@ int main(int argc, char **argv)
 	ctx = ibv_open_device(dl[0]);
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 	cq = ctx ? ibv_create_cq(ctx, 256, NULL, NULL, 0) : NULL;
-	if (!pd || !cq || ibv_query_port(ctx, 1, &pa) || ibv_query_gid(ctx, 1, gid_index, &gid)) {
+	if (!pd || !cq || ibv_query_port(ctx, 1, &pa) ||
+	    ibv_query_gid(ctx, 1, (int)gid_index, &gid)) {
 		fprintf(stderr, "rxe-post-cost: opening %s: %s\n", ibv_get_device_name(dl[0]),
 			strerror(errno));
 		return 1;
@@ -250,26 +250,25 @@ int main(int argc, char **argv)
 		};
 		struct ibv_send_wr *bad;
 		struct ibv_wc wc;
-		uint64_t t0, t1, seen;
+		double t0, t1, seen;
 		int n;
 
 		src[size - 1] = v;
-		atomic_store(&landed, 0);
 		atomic_store_explicit(&want, v, memory_order_release);
-		t0 = now_ns();
+		t0 = bench_now_us();
 		if ((errno = ibv_post_send(a, &wr, &bad))) {
 			perror("rxe-post-cost: ibv_post_send");
 			goto out;
 		}
-		t1 = now_ns();
-		while (!(seen = atomic_load_explicit(&landed, memory_order_acquire)))
-			if (now_ns() - t0 > WAIT_NS) {
+		t1 = bench_now_us();
+		while (atomic_load_explicit(&seen_for, memory_order_acquire) != v)
+			if (bench_now_us() - t0 > WAIT_US) {
 				fprintf(stderr, "rxe-post-cost: write %zu never landed\n", i);
 				goto out;
 			}
-		atomic_store(&want, 0);
+		seen = landed;
 		while ((n = ibv_poll_cq(cq, 1, &wc)) == 0)
-			if (now_ns() - t0 > WAIT_NS) {
+			if (bench_now_us() - t0 > WAIT_US) {
 				fprintf(stderr, "rxe-post-cost: no completion for write %zu\n", i);
 				goto out;
 			}
@@ -282,11 +281,14 @@ int main(int argc, char **argv)
 		land[i] = seen - t0;
 	}
 	skip = (size_t)iters / 10;
-	printf("rxe-post-cost: %s, %s QP%s, %zu B writes, GID %d, %zu B regions, %zu iterations\n",
+	printf("rxe-post-cost: %s, %s QP%s, %lu B writes, GID %lu, %lu B regions, %zu iterations\n",
 	       ibv_get_device_name(dl[0]), self ? "one" : "two", self ? " (to itself)" : "s", size,
 	       gid_index, region, (size_t)iters - skip);
-	print_stats("ibv_post_send() returns after", post + skip, (size_t)iters - skip);
-	print_stats("the data is visible after", land + skip, (size_t)iters - skip);
+	/* post: until ibv_post_send() returns; visible: until the other thread saw the data. */
+	bench_stats(post + skip, (size_t)iters - skip, &st);
+	bench_print_stats("post", &st, false);
+	bench_stats(land + skip, (size_t)iters - skip, &st);
+	bench_print_stats("visible", &st, false);
 	rc = 0;
 out:
 	atomic_store(&stop, true);
