@@ -13,5 +13,11 @@ tests_bench_idle_clients_LDFLAGS = $(AM_LDFLAGS) -no-install
 noinst_PROGRAMS += tests/bench/rxe-post-cost
 tests_bench_rxe_post_cost_SOURCES = tests/bench/rxe-post-cost.c
 tests_bench_rxe_post_cost_LDADD = $(IBVERBS_LIBS)
+# What a switch between two processes, or two threads, costs next to a system
+# call (run it by hand, on the host or in the test guest: tests/bench/README.md).
+noinst_PROGRAMS += tests/bench/switch-cost
+tests_bench_switch_cost_SOURCES = tests/bench/switch-cost.c tests/bench/bench-util.h
+tests_bench_switch_cost_CFLAGS = $(AM_CFLAGS) -pthread
+tests_bench_switch_cost_LDFLAGS = $(AM_LDFLAGS) -pthread
 TESTS += tests/bench/test-host-bench.sh
 EXTRA_DIST += tests/bench/README.md tests/bench/host-bench tests/bench/test-host-bench.sh
