@@ -6,23 +6,25 @@
  *
  *   tests/bench/switch-cost [-n ITERS] [--cpu N] [--json]
  *
- * Cases, each over ITERS round trips after a discarded tenth, printed as the
- * one-way time (half a round trip):
- *   syscall      getppid(), a bare system call
- *   yield        sched_yield() with nothing else to run on the CPU
+ * Cases, each ITERS samples of which the first tenth is discarded:
+ *   syscall      getppid(), a bare system call (per call)
+ *   yield        sched_yield() with nothing else to run on the CPU (per call)
  *   procs-1cpu   two processes pinned to CPU N pass a token back and forth
  *                through shared memory, each yielding until it is its turn:
- *                one way is one switch from one process to the other
+ *                one way (half a round trip) is one hand-off, a yield that
+ *                switches to the other process; the switch alone is about
+ *                this less `yield`
  *   threads-1cpu the same between two threads of one process
- *   procs-2cpu   two processes on two CPUs, spinning with `pause` (no switch):
- *                the shared-memory floor (needs two CPUs)
+ *   procs-2cpu   two processes, one on CPU N and one on the lowest other CPU
+ *                allowed, spinning with `pause` (no switch): the shared-memory
+ *                floor, as shm-pingpong's one way (needs two CPUs)
  *
  * Why: when more processes are runnable than there are CPUs, a message that
  * passes from a client through the daemon to another client makes at least
  * one of them wait for a switch. Under emulation (the test guest: TCG, no
- * PCID) a switch between processes costs far more than one between threads,
- * because the new address space starts with an empty software TLB; that is
- * the floor of the guest's send and write latency with two clients.
+ * PCID) a switch between processes costs far more than one between threads:
+ * the emulator's software TLB starts empty in the new address space. That is
+ * the floor of the guest's send latency with two clients and the daemon.
  *
  * Exit status: 0, 1 on an error, 2 on a bad argument.
  */
@@ -32,11 +34,11 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,18 +64,23 @@ static int pin(int cpu)
 	return sched_setaffinity(0, sizeof(set), &set) < 0 ? -errno : 0;
 }
 
-/* Wait until the token is @want: yield (or pause) between looks. false: gone. */
+/*
+ * Wait until the token is @want: yield between looks, or (@yield false) pause
+ * and yield only every 256 looks, as shm-pingpong does (a pure spin on a busy
+ * machine can wait a whole quantum for a partner that is not running).
+ * false: the other party is gone.
+ */
 static bool wait_token(unsigned want, bool yield)
 {
-	unsigned long spins = 0;
+	unsigned long spins = 0, looks = 0;
 	double start = 0;
 
 	while (atomic_load_explicit(&sh->token, memory_order_acquire) != want) {
 		if (yield)
 			sched_yield();
 		else
-			bench_pause();
-		if (++spins % 1024)
+			bench_spin(&spins, 256);
+		if (++looks % 1024)
 			continue;
 		if (atomic_load_explicit(&sh->failed, memory_order_relaxed))
 			return false;
@@ -119,11 +126,16 @@ struct second {
 	bool yield, ok;
 };
 
-static void *second_thread(void *arg)
+/* The second party, a thread or a child process. */
+static void *second_party(void *arg)
 {
 	struct second *s = arg;
+	int r = pin(s->cpu);
 
-	s->ok = pin(s->cpu) == 0 && answer(iters, s->yield);
+	if (r < 0)
+		fprintf(stderr, "switch-cost: pinning the second party to CPU %d: %s\n", s->cpu,
+			strerror(-r));
+	s->ok = r == 0 && answer(iters, s->yield);
 	if (!s->ok)
 		atomic_store(&sh->failed, true);
 	return NULL;
@@ -149,10 +161,13 @@ static int handoff(const char *name, bool procs, int cpu_a, int cpu_b, bool yiel
 			return -1;
 		}
 		if (pid == 0) {
-			second_thread(&s);
+			prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the first party */
+			if (getppid() == 1)
+				_exit(1);
+			second_party(&s);
 			_exit(s.ok ? 0 : 1);
 		}
-	} else if ((r = pthread_create(&th, NULL, second_thread, &s)) != 0) {
+	} else if ((r = pthread_create(&th, NULL, second_party, &s)) != 0) {
 		fprintf(stderr, "switch-cost: pthread_create: %s\n", strerror(r));
 		return -1;
 	}
@@ -228,7 +243,7 @@ int main(int argc, char **argv)
 	};
 	unsigned long cpu_arg = 0;
 	bool json = false, first = true, have_cpu = false;
-	int c, i, other_cpu = -1, last_cpu = -1, rc = 0;
+	int c, i, r, other_cpu = -1, cpu = -1, rc = 0;
 	cpu_set_t set;
 	double *v;
 
@@ -271,47 +286,53 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < CPU_SETSIZE; i++)
 		if (CPU_ISSET(i, &set))
-			last_cpu = i;
+			cpu = i;
 	if (have_cpu && !CPU_ISSET((int)cpu_arg, &set)) {
 		fprintf(stderr, "switch-cost: CPU %lu is not one this process may run on\n",
 			cpu_arg);
 		return 2;
 	}
 	if (have_cpu)
-		last_cpu = (int)cpu_arg;
+		cpu = (int)cpu_arg;
 	for (i = 0, other_cpu = -1; i < CPU_SETSIZE && other_cpu < 0; i++)
-		if (CPU_ISSET(i, &set) && i != last_cpu)
+		if (CPU_ISSET(i, &set) && i != cpu)
 			other_cpu = i; /* the other CPU of the two-CPU case */
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	v = calloc(iters, sizeof(*v));
-	if (sh == MAP_FAILED || !v) {
+	/* Shared and touched now: no copy-on-write fault after fork() lands in a sample. */
+	v = mmap(NULL, iters * sizeof(*v), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+		 0);
+	if (sh == MAP_FAILED || v == MAP_FAILED) {
 		fprintf(stderr, "switch-cost: out of memory\n");
 		return 1;
 	}
-	if (json)
-		printf("{\"tool\":\"switch-cost\",\"iters\":%lu,\"cpu\":%d,\"results_us\":{", iters,
-		       last_cpu);
-	else
-		printf("switch-cost: %lu round trips per case, one-way times; one-CPU cases on "
-		       "CPU %d\n",
-		       iters, last_cpu);
-	/* The system calls run on the one CPU too: no migration in the middle. */
-	if (pin(last_cpu) < 0) {
-		fprintf(stderr, "switch-cost: pinning to CPU %d: %s\n", last_cpu, strerror(errno));
+	memset(v, 0, iters * sizeof(*v));
+	/* The system calls run on that CPU too: no migration in the middle. */
+	r = pin(cpu);
+	if (r < 0) {
+		fprintf(stderr, "switch-cost: pinning to CPU %d: %s\n", cpu, strerror(-r));
 		return 1;
 	}
+	if (json)
+		printf("{\"tool\":\"switch-cost\",\"iters\":%lu,\"cpu\":%d,\"other_cpu\":%d,"
+		       "\"results_us\":{",
+		       iters, cpu, other_cpu);
+	else
+		printf("switch-cost: %lu samples per case; one-CPU cases on CPU %d", iters, cpu);
+	if (!json && other_cpu >= 0)
+		printf(", procs-2cpu on CPUs %d and %d", other_cpu, cpu);
+	if (!json)
+		printf("\n");
 	calls("syscall", false, v, json, &first);
 	calls("yield", true, v, json, &first);
-	if (handoff("procs-1cpu", true, last_cpu, last_cpu, true, v, json, &first) < 0 ||
-	    handoff("threads-1cpu", false, last_cpu, last_cpu, true, v, json, &first) < 0)
+	if (handoff("procs-1cpu", true, cpu, cpu, true, v, json, &first) < 0 ||
+	    handoff("threads-1cpu", false, cpu, cpu, true, v, json, &first) < 0)
 		rc = 1;
 	if (!rc && other_cpu >= 0 &&
-	    handoff("procs-2cpu", true, other_cpu, last_cpu, false, v, json, &first) < 0)
+	    handoff("procs-2cpu", true, other_cpu, cpu, false, v, json, &first) < 0)
 		rc = 1;
-	else if (!rc && other_cpu < 0 && !json)
-		printf("procs-2cpu   skipped: one CPU allowed\n");
+	else if (!rc && other_cpu < 0)
+		printf(json ? ",\"procs-2cpu\":null" : "procs-2cpu   skipped: one CPU allowed\n");
 	if (json)
 		printf("}}\n");
-	free(v);
 	return rc;
 }
