@@ -3,7 +3,8 @@
  * The data-path engine (loop glue). While there is work, one loop callback
  * runs passes to completion: drain the submission rings of the busy
  * sessions, poll the device CQ, post what the passes gathered (one post
- * list per QP), publish completions (one producer store and at most one
+ * list per QP, of at most 8 WRs while one session submits: rdma/verbs_local.c
+ * says why), publish completions (one producer store and at most one
  * doorbell per client per pass). No system call is made per operation:
  * the rings and the CQ are read from memory, the clock is read every
  * CLOCK_PASSES passes, and the loop is handed back to libuv only every

@@ -80,7 +80,10 @@ void vlocal_shared(struct vlocal *v, bool shared);
 /*
  * With several lanes, vlocal_flush() hands lists to the lanes' poster
  * threads; while one is being posted the caller must come back to
- * vlocal_flush() (a failed post is reported there): true until then.
+ * vlocal_flush() (a failed post is reported there): true until then. Also
+ * true while a working lane has ops waiting and nothing on its send queue
+ * (a list is capped, VL_ALONE_WRS, and its post failed): no completion
+ * would bring the caller back.
  */
 bool vlocal_busy(const struct vlocal *v);
 /*
