@@ -61,20 +61,21 @@
 #define VL_SELF_WRS 1u
 #define VL_SELF_BYTES 4096u
 /*
- * While only one session submits (and the loop thread posts), a post list
- * carries at most VL_ALONE_WRS WRs; the rest goes out at the engine's next
- * passes. rxe completes a list as a whole inside the post call, so the
- * completion of its first WR waits for its last: one list of a client's
- * whole window (32 x 4 KiB: ~2 ms in the guest) left that client with
- * nothing to reap for the length of the call, so it went to sleep, and it
- * and the engine paid wake-ups every window. Capped, completions come every
- * few WRs and the client refills its window while the device still has work
- * (guest, one client, two boots: 4 KiB write bandwidth +8 % and +12 %,
- * 64 KiB +9 % and +3 %, 64 B message rate +6 % and +16 %; the client slept
- * 24 times in 3,000 4 KiB writes instead of 122). Still at most one system
- * call per VL_ALONE_WRS WRs. With several sessions the lists handed to the
- * lanes' threads stay whole: capping those cost 4 clients a third of their
- * 64 B rate (more hand-overs, each a thread switch).
+ * While only one session submits and its flow is the only one on a lane
+ * (not vlocal_shared(), at most one active lane), a post list carries at
+ * most VL_ALONE_WRS WRs; the rest goes out at the engine's next passes. rxe
+ * completes a list as a whole inside the post call, so the completion of its
+ * first WR waits for its last: one list of a client's whole window (32 x 4
+ * KiB: ~2 ms in the guest) left that client with nothing to reap for the
+ * length of the call, so it went to sleep, and it and the engine paid
+ * wake-ups every window. Capped, completions come every few WRs and the
+ * client refills its window while the device still has work (guest, one
+ * client, four boots: 4 KiB write bandwidth -4 % to +12 %, +9 % in the
+ * longest runs; 64 KiB +3 % to +9 %; 64 B message rate +4 % to +16 %; the
+ * client slept 24 times in 3,000 4 KiB writes instead of 122). One system
+ * call per list of up to VL_ALONE_WRS WRs. Otherwise lists are not capped:
+ * capping the lists handed to the lanes' threads cost 4 clients a third of
+ * their 64 B rate (more hand-overs, each a thread switch).
  */
 #define VL_ALONE_WRS 8u
 /* A poster thread with nothing to post looks this many times more before it sleeps. */
@@ -388,6 +389,7 @@ static void lane_tell(struct vlane *l, uint32_t cmd)
 }
 
 static void take_back(struct vlane *l, uint32_t first, uint32_t n, int err);
+static void post_failed(struct vlane *l, uint32_t first, uint32_t n);
 
 /* The result of the list handed to @l's thread, once it is posted. false: still posting. */
 static bool lane_collect(struct vlane *l)
@@ -398,7 +400,7 @@ static bool lane_collect(struct vlane *l)
 		return false;
 	l->handed = false;
 	if (l->post_r < 0)
-		take_back(l, l->post_bad, l->post_n, -EIO);
+		post_failed(l, l->post_bad, l->post_n);
 	return true;
 }
 
@@ -917,10 +919,50 @@ static bool room(const struct vlane *l)
 }
 
 /*
+ * @l is broken and could not be brought back (recover()): the ops waiting
+ * for it were never posted, and nothing would post them. They fail.
+ */
+static void fail_waiting(struct vlane *l, int err)
+{
+	struct vl_flow *f;
+	struct vl_op *op;
+
+	while (l->rr_head) {
+		f = flow_next_turn(l);
+		while ((op = f->head)) {
+			if (!op->status)
+				op->status = err;
+			unqueue(op);
+			op_check(op);
+		}
+		f->deficit = 0;
+		flow_put(l->v, f);
+	}
+}
+
+/*
+ * A post of @n WRs failed at WR @first: those from @first on were never
+ * queued (take_back()). The ones before it are on the send queue, perhaps
+ * none of them signalled: move the QP to the error state so that each gets
+ * a (flush) completion, and the lane recovers once they are in.
+ */
+static void post_failed(struct vlane *l, uint32_t first, uint32_t n)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	take_back(l, first, n, -EIO);
+	if (first && l->posted) {
+		l->broken = true;
+		vx_modify_qp(l->qp, &a, IBV_QP_STATE);
+	}
+}
+
+/*
  * Post what waits, as one post list (one system call on rxe however many
- * WRs): the waiting flows take turns, each posting up to its deficit; a flow
- * with no one waiting behind it posts as long as there is room. @self: post
- * from this thread, else hand the list to the lane's poster thread.
+ * WRs; at most VL_ALONE_WRS of them while one session submits): the waiting
+ * flows take turns, each posting up to its deficit; a flow with no one
+ * waiting behind it posts as long as there is room. @self: post from this
+ * thread, else hand the list to the lane's poster thread.
  */
 static void post_pending(struct vlane *l, bool self)
 {
@@ -940,6 +982,10 @@ static void post_pending(struct vlane *l, bool self)
 		return;
 	if (l->broken && l->posted == 0)
 		recover(l); /* on_wc() did not while a list was handed over */
+	if (l->broken && l->posted == 0) {
+		fail_waiting(l, -EIO);
+		return;
+	}
 	max = v->active_lanes > 1 || v->shared ? l->depth : VL_ALONE_WRS;
 	while (l->rr_head && room(l) && n < max) {
 		f = flow_next_turn(l);
@@ -988,7 +1034,7 @@ static void post_pending(struct vlane *l, bool self)
 	}
 	r = vx_post_send(l->qp, l->wrv, &bad);
 	if (r < 0)
-		take_back(l, bad ? (uint32_t)(bad - l->wrv) : 0, n, -EIO);
+		post_failed(l, bad ? (uint32_t)(bad - l->wrv) : 0, n);
 }
 
 /*

@@ -9,12 +9,13 @@
  *
  * Every submitted operation gets exactly one done callback, with 0 or a
  * negative errno: -EACCES (the device refused access), -ECANCELED (flushed,
- * it did not happen), -ETIMEDOUT (outcome unknown). Operations that cannot be
- * posted yet (send queue full, queue pair being recovered) wait in order
- * within their flow (the caller's key, one per session); waiting flows of a
- * lane take turns, and the bytes on its send queue stay bounded while
- * several flows share it, so one flow's backlog cannot hold up another's
- * first op.
+ * it did not happen), -ETIMEDOUT (outcome unknown), -EIO (the device would
+ * not take it, or its queue pair could not be recovered: nothing more of it
+ * was done; an op of several chunks may have done its first ones). Operations that cannot be posted
+ * yet (send queue full, queue pair being recovered, a post list capped while one session submits)
+ * wait in order within their flow (the caller's key, one per session); waiting flows of a lane take
+ * turns, and the bytes on its send queue stay bounded while several flows share it, so one flow's
+ * backlog cannot hold up another's first op.
  */
 #ifndef RP_DAEMON_VERBS_LOCAL_H
 #define RP_DAEMON_VERBS_LOCAL_H
@@ -66,8 +67,9 @@ int vlocal_read(struct vlocal *v, struct vmr *dst, uint64_t doff, struct vmr *sr
 
 /*
  * Batching: while deferred, vlocal_write()/vlocal_read() only queue, and
- * vlocal_flush() posts everything queued as one post list (the engine does
- * both around each pass). Not deferred, every call posts at once.
+ * vlocal_flush() posts what is queued as one post list per lane (at
+ * most 8 WRs while one session submits; the engine does both around each
+ * pass). Not deferred, every call posts at once.
  */
 void vlocal_defer(struct vlocal *v, bool deferred);
 void vlocal_flush(struct vlocal *v);
@@ -82,8 +84,8 @@ void vlocal_shared(struct vlocal *v, bool shared);
  * threads; while one is being posted the caller must come back to
  * vlocal_flush() (a failed post is reported there): true until then. Also
  * true while a working lane has ops waiting and nothing on its send queue
- * (a list is capped, VL_ALONE_WRS, and its post failed): no completion
- * would bring the caller back.
+ * (e.g. a capped list whose post failed): no completion would bring the
+ * caller back.
  */
 bool vlocal_busy(const struct vlocal *v);
 /*
