@@ -516,12 +516,19 @@ static void op_finish(struct vl_op *op)
  * Work requests on the send queue complete (flushed) once the QP is in the
  * error state; drain them so each op still gets its one report.
  */
-static void flush_posted(struct vlane *l)
+/* Move @l's QP to the error state: every WR on its send queue completes (flushed). */
+static int to_error(struct vlane *l)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	return vx_modify_qp(l->qp, &a, IBV_QP_STATE);
+}
+
+static void flush_posted(struct vlane *l)
+{
 	int tries;
 
-	if (!l->posted || vx_modify_qp(l->qp, &a, IBV_QP_STATE) < 0)
+	if (!l->posted || to_error(l) < 0)
 		return;
 	for (tries = 0; l->posted && tries < 1000; tries++) {
 		if (rdev_cq_drain(l->v->d) <= 0)
@@ -948,12 +955,10 @@ static void fail_waiting(struct vlane *l, int err)
  */
 static void post_failed(struct vlane *l, uint32_t first, uint32_t n)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-
 	take_back(l, first, n, -EIO);
 	if (first && l->posted) {
 		l->broken = true;
-		vx_modify_qp(l->qp, &a, IBV_QP_STATE);
+		to_error(l);
 	}
 }
 
@@ -980,11 +985,12 @@ static void post_pending(struct vlane *l, bool self)
 	 */
 	if (!lane_collect(l))
 		return;
-	if (l->broken && l->posted == 0)
-		recover(l); /* on_wc() did not while a list was handed over */
 	if (l->broken && l->posted == 0) {
-		fail_waiting(l, -EIO);
-		return;
+		recover(l); /* on_wc() did not while a list was handed over */
+		if (l->broken) {
+			fail_waiting(l, -EIO);
+			return;
+		}
 	}
 	max = v->active_lanes > 1 || v->shared ? l->depth : VL_ALONE_WRS;
 	while (l->rr_head && room(l) && n < max) {

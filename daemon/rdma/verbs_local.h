@@ -11,11 +11,13 @@
  * negative errno: -EACCES (the device refused access), -ECANCELED (flushed,
  * it did not happen), -ETIMEDOUT (outcome unknown), -EIO (the device would
  * not take it, or its queue pair could not be recovered: nothing more of it
- * was done; an op of several chunks may have done its first ones). Operations that cannot be posted
- * yet (send queue full, queue pair being recovered, a post list capped while one session submits)
- * wait in order within their flow (the caller's key, one per session); waiting flows of a lane take
- * turns, and the bytes on its send queue stay bounded while several flows share it, so one flow's
- * backlog cannot hold up another's first op.
+ * was done; an op of several chunks may have done its first ones).
+ * Operations that cannot be posted yet (send queue full, queue pair being
+ * recovered, a post list capped while one session submits) wait in order
+ * within their flow (the caller's key, one per session); waiting flows of a
+ * lane take turns, and the bytes on its send queue stay bounded while
+ * several flows share it, so one flow's backlog cannot hold up another's
+ * first op.
  */
 #ifndef RP_DAEMON_VERBS_LOCAL_H
 #define RP_DAEMON_VERBS_LOCAL_H
