@@ -104,6 +104,7 @@ struct vl_flow {
 	uint64_t deficit; /* bytes it may still post in this turn */
 	uint32_t wrs;	  /* its WRs on the send queue */
 	bool waiting;	  /* on the turn list */
+	bool resume;	  /* its last turn was cut short: no new quantum */
 };
 
 struct vl_op {
@@ -994,8 +995,12 @@ static void post_pending(struct vlane *l, bool self)
 	}
 	max = v->active_lanes > 1 || v->shared ? l->depth : VL_ALONE_WRS;
 	while (l->rr_head && room(l) && n < max) {
+		bool over = false;
+
 		f = flow_next_turn(l);
-		f->deficit += VL_QUANTUM;
+		if (!f->resume)
+			f->deficit += VL_QUANTUM;
+		f->resume = false;
 		while ((op = f->head) && room(l) && n < max) {
 			uint64_t len;
 
@@ -1005,18 +1010,30 @@ static void post_pending(struct vlane *l, bool self)
 				continue;
 			}
 			len = chunk_len(v, op);
-			if (len > f->deficit && l->n_waiting)
-				break; /* its turn is over: the others first */
+			if (len > f->deficit && l->n_waiting) {
+				over = true; /* its turn is over: the others first */
+				break;
+			}
 			f->deficit -= len < f->deficit ? len : f->deficit;
 			add_chunk(l, op, n++, len);
 			bytes += len;
 			if (op->all_posted)
 				unqueue(op); /* it ends with its completions */
 		}
-		if (f->head)
+		if (f->head) {
+			/*
+			 * Cut short by the list's cap or the send queue's room,
+			 * it waits behind the others like any flow, but its next
+			 * turn only goes on with what is left of this one: a new
+			 * quantum on top would let it build up credit (a flow on
+			 * its own, capped at VL_ALONE_WRS a list, would gain
+			 * ~127 KiB a list) and post that much in one turn later.
+			 */
+			f->resume = !over;
 			flow_wait(f);
-		else
+		} else {
 			f->deficit = 0;
+		}
 		flow_put(v, f);
 	}
 	if (!n)
@@ -1057,8 +1074,15 @@ void vlocal_flush(struct vlocal *v)
 	for (i = 0; v && i < v->n_lanes; i++) {
 		struct vlane *l = &v->lanes[i];
 
-		if (!lane_collect(l) || (!l->rr_head && !(l->broken && !l->posted)))
+		if (!lane_collect(l))
 			continue;
+		if (!l->rr_head) {
+			if (l->broken && !l->posted)
+				post_pending(l, true); /* only a recovery to try */
+			continue;
+		}
+		if (!room(l) && !(l->broken && !l->posted))
+			continue; /* nothing it could post now */
 		if (prev)
 			post_pending(prev, false);
 		prev = l;

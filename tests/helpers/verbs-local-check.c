@@ -4,13 +4,13 @@
  * test guest): RDMA WRITE and READ through the loopback RC QP at sizes from
  * 1 B to 64 MiB with checksums, a remote access error and the recovery after
  * it, many more ops than the send queue holds, fairness between flows (one
- * flow's backlog or huge op does not hold up another's op; each flow's ops
- * complete in order), and exactly one report per op when the QP is torn down
- * with work outstanding. Then with four lanes (QPs): flows spread over them,
- * each flow's ops in order and byte-exact while all lanes are busy, who posts
- * a lone flow's lists (the calling thread, or its lane's thread while several
- * sessions submit), and one report per op at tear-down. Exits 77 without a
- * device.
+ * flow's backlog, of zero-length ops too, or huge op does not hold up
+ * another's op; each flow's ops complete in order), and exactly one report
+ * per op when the QP is torn down with work outstanding. Then with four
+ * lanes (QPs): flows spread over them, each flow's ops in order and
+ * byte-exact while all lanes are busy, who posts a lone flow's lists (the
+ * calling thread, or its lane's thread while several sessions submit), and
+ * one report per op at tear-down. Exits 77 without a device.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -136,6 +136,21 @@ static void failed_transition(struct rdev *d)
  * The send queue is one FIFO shared by every session: a flow that submits
  * behind another's backlog must get its turn, not wait for all of it.
  */
+/* As wait_done(), posting what waits as the engine does at the end of each pass. */
+static int wait_done_deferred(struct rdev *d, struct vlocal *v, unsigned want)
+{
+	unsigned spins = 0;
+
+	while (done_count < want && spins++ < 50000000u) {
+		vlocal_flush(v);
+		if (rdev_cq_drain(d) < 0)
+			return -1;
+	}
+	while (vlocal_busy(v))
+		vlocal_flush(v);
+	return done_count >= want ? 0 : -1;
+}
+
 static void fairness(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vmr *md)
 {
 	unsigned i, base, once, before, a_n = 600;
@@ -159,6 +174,33 @@ static void fairness(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vm
 	tap_ok(before < 150, "B's WRITE completed after %u of A's %u, not after all of them",
 	       before, a_n);
 
+	/*
+	 * The same with zero-length WRITEs, queued and flushed as the engine
+	 * does: they use up none of A's deficit, so only the list's cap ends
+	 * A's turns, and B must still get one.
+	 */
+	memset(reports, 0, sizeof(reports));
+	base = done_count;
+	vlocal_defer(v, true);
+	for (i = 16; i < 16 + a_n; i++)
+		if (vlocal_write(v, ms, 0, md, 0, 0, FA, (void *)(uintptr_t)i) < 0)
+			break;
+	once = i == 16 + a_n &&
+	       vlocal_write(v, ms, 0, md, 1u << 20, 4096, FB, (void *)(uintptr_t)1000) == 0;
+	tap_ok(once && wait_done_deferred(d, v, base + a_n + 1) == 0,
+	       "flow A's %u zero-length WRITEs and flow B's 4 KiB WRITE behind them complete", a_n);
+	vlocal_defer(v, false);
+	for (once = 1, before = 0, i = 16; i < 16 + a_n; i++) {
+		once &= reports[i] == 1 && statuses[i] == 0;
+		once &= i == 16 || seq[i] > seq[i - 1];
+		before += seq[i] < seq[1000];
+	}
+	tap_ok(once && reports[1000] == 1 && statuses[1000] == 0,
+	       "each reported once, OK, and A's in the order A submitted them");
+	tap_ok(before < 150,
+	       "B's WRITE completed after %u of A's %u zero-length WRITEs, not after all", before,
+	       a_n);
+
 	/* One huge op goes out in chunks: a small op of another flow passes it. */
 	base = done_count;
 	tap_ok(vlocal_write(v, ms, 0, md, 0, BIG, FA, (void *)(uintptr_t)20) == 0 &&
@@ -167,21 +209,6 @@ static void fairness(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vm
 		       wait_done(d, base + 2) == 0 && statuses[20] == 0 && statuses[21] == 0,
 	       "a 64 MiB WRITE of flow A and a 4 KiB WRITE of flow B both complete");
 	tap_ok(seq[21] < seq[20], "the 4 KiB WRITE submitted second completed first");
-}
-
-/* As wait_done(), posting what waits as the engine does at the end of each pass. */
-static int wait_done_deferred(struct rdev *d, struct vlocal *v, unsigned want)
-{
-	unsigned spins = 0;
-
-	while (done_count < want && spins++ < 50000000u) {
-		vlocal_flush(v);
-		if (rdev_cq_drain(d) < 0)
-			return -1;
-	}
-	while (vlocal_busy(v))
-		vlocal_flush(v);
-	return done_count >= want ? 0 : -1;
 }
 
 /*
