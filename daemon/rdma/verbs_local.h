@@ -69,9 +69,9 @@ int vlocal_read(struct vlocal *v, struct vmr *dst, uint64_t doff, struct vmr *sr
 
 /*
  * Batching: while deferred, vlocal_write()/vlocal_read() only queue, and
- * vlocal_flush() posts what is queued as one post list per lane (at
- * most 8 WRs while one session submits; the engine does both around each
- * pass). Not deferred, every call posts at once.
+ * vlocal_flush() posts what is queued as one post list per lane (while one
+ * session submits, 8 WRs, or up to 32 small ones; the engine does both
+ * around each pass). Not deferred, every call posts at once.
  */
 void vlocal_defer(struct vlocal *v, bool deferred);
 void vlocal_flush(struct vlocal *v);
