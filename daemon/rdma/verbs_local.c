@@ -401,6 +401,7 @@ static void lane_tell(struct vlane *l, uint32_t cmd)
 }
 
 static void take_back(struct vlane *l, uint32_t first, uint32_t n, int err);
+static void retire(struct vlane *l, struct vl_slot *s, int st);
 static void post_failed(struct vlane *l, uint32_t first, uint32_t n);
 
 /* The result of the list handed to @l's thread, once it is posted. false: still posting. */
@@ -555,7 +556,9 @@ static void flow_cancel(struct vl_flow *f)
 	while ((op = f->head)) {
 		f->head = op->next;
 		if (op->inflight == 0) {
-			op->status = op->status ? op->status : -ECANCELED;
+			/* Its first chunks may be done: then it did not "not happen". */
+			if (!op->status)
+				op->status = op->posted_bytes ? -EIO : -ECANCELED;
 			op_finish(op);
 		}
 	}
@@ -580,9 +583,15 @@ struct vlocal *vlocal_free(struct vlocal *v)
 		pthread_join(l->thread, NULL);
 		l->has_thread = false;
 	}
-	for (i = 0; i < v->n_lanes; i++)
-		if (v->lanes[i].qp)
-			flush_posted(&v->lanes[i]);
+	for (i = 0; i < v->n_lanes; i++) {
+		struct vlane *l = &v->lanes[i];
+
+		if (l->qp)
+			flush_posted(l);
+		/* The device did not give them back: their outcome is unknown. */
+		while (l->s_tail != l->s_head)
+			retire(l, &l->slots[l->s_tail % l->depth], -ETIMEDOUT);
+	}
 	/* Ops still waiting never reached the device: they did not happen. */
 	for (i = 0; i < VL_FLOW_BUCKETS; i++) {
 		while ((f = v->flows[i])) {

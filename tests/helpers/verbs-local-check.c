@@ -6,11 +6,12 @@
  * it, many more ops than the send queue holds, fairness between flows (one
  * flow's backlog, of zero-length ops too, or huge op does not hold up
  * another's op; each flow's ops complete in order), and exactly one report
- * per op when the QP is torn down with work outstanding. Then with four
- * lanes (QPs): flows spread over them, each flow's ops in order and
- * byte-exact while all lanes are busy, who posts a lone flow's lists (the
- * calling thread, or its lane's thread while several sessions submit), and
- * one report per op at tear-down. Exits 77 without a device.
+ * per op when the QP is torn down with work outstanding (-EIO for an op
+ * torn down between its chunks). Then with four lanes (QPs): flows spread
+ * over them, each flow's ops in order and byte-exact while all lanes are
+ * busy, who posts a lone flow's lists (the calling thread, or its lane's
+ * thread while several sessions submit), and one report per op at
+ * tear-down. Exits 77 without a device.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -309,6 +310,37 @@ static void lanes(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr
 	       "freeing four busy lanes with 200 ops reports each exactly once");
 }
 
+/*
+ * Freed between the chunks of a big op: the chunks done stay done, so the op
+ * is reported once as -EIO (nothing more of it was done), not as -ECANCELED
+ * (it did not happen).
+ */
+static void free_mid_op(struct rdev *d, struct vmr *ms, struct vmr *md)
+{
+	struct vlocal *v = NULL;
+	char why[256];
+	unsigned spins = 0, base = done_count;
+	int r;
+
+	r = vlocal_new(d, 64, 1, -1, on_done, &v, why, sizeof(why));
+	tap_ok(r == 0, "a new loopback QP connects to itself (%s)", r ? why : "ok");
+	if (r)
+		return;
+	memset(reports, 0, sizeof(reports));
+	vlocal_defer(v, true);
+	r = vlocal_write(v, ms, 0, md, 0, BIG, FA, (void *)(uintptr_t)16);
+	vlocal_flush(v); /* its first chunks */
+	while (r == 0 && !vlocal_busy(v) && spins++ < 50000000u)
+		if (rdev_cq_drain(d) < 0)
+			break;
+	tap_ok(r == 0 && vlocal_busy(v) && done_count == base,
+	       "a 64 MiB WRITE, queued and flushed once: its first chunks are done, it waits");
+	v = vlocal_free(v);
+	tap_ok(reports[16] == 1 && statuses[16] == -EIO,
+	       "freed then, it is reported once, as -EIO (%d), not as not having happened",
+	       statuses[16]);
+}
+
 int main(void)
 {
 	unsigned char *src = malloc(BIG), *dst = malloc(BIG), *back = malloc(BIG);
@@ -378,6 +410,7 @@ int main(void)
 					    statuses[i] == -ETIMEDOUT);
 	tap_ok(once && done_count == base + 200,
 	       "freeing the QP with 200 ops queued reports each exactly once");
+	free_mid_op(d, ms, md);
 	lanes(d, ms, src, md, dst);
 	vmr_dereg(mro);
 	vmr_dereg(mb);
