@@ -135,8 +135,9 @@ struct vl_op {
 struct vl_slot {
 	struct rdev_wr w;
 	struct vlane *l;
-	struct vl_op *op;
+	struct vl_op *op; /* NULL: taken back (take_back()), or a fence */
 	uint32_t bytes;
+	bool fence; /* post_fence()'s WR: no op of ours */
 };
 
 /*
@@ -817,15 +818,20 @@ static void op_check(struct vl_op *op)
 	op_finish(op);
 }
 
-/* One WR of its op is done: @st 0 or its failure. */
+/* One WR of its op (or a fence) is done: @st 0 or its failure. */
 static void retire(struct vlane *l, struct vl_slot *s, int st)
 {
 	struct vl_op *op = s->op;
-	struct vl_flow *f = op->f;
+	struct vl_flow *f;
 
-	s->op = NULL;
 	l->s_tail++;
 	l->posted--;
+	if (s->fence) {
+		s->fence = false;
+		return;
+	}
+	f = op->f;
+	s->op = NULL;
 	l->posted_bytes -= s->bytes;
 	f->wrs--;
 	op->inflight--;
@@ -849,7 +855,7 @@ static void on_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 	 * A WR taken back after a failed post (its op already reported) that
 	 * the device ran after all: nothing of ours is on that slot.
 	 */
-	if (!s->op)
+	if (!s->op && !s->fence)
 		return;
 	if (wc->status != IBV_WC_SUCCESS)
 		l->broken = true;
@@ -975,17 +981,46 @@ static void fail_waiting(struct vlane *l, int err)
 }
 
 /*
+ * A signalled zero-length WRITE behind what is on @l's send queue, its QP in
+ * the error state: the device flushes it with a completion, and that
+ * completion retires every WR before it (on_wc()).
+ */
+static int post_fence(struct vlane *l)
+{
+	struct vl_slot *s = &l->slots[l->s_head % l->depth];
+	struct ibv_send_wr wr = { 0 }, *bad = NULL;
+	int r;
+
+	wr.wr_id = (uintptr_t)&s->w;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	r = vx_post_send(l->qp, &wr, &bad);
+	if (r < 0)
+		return r;
+	s->op = NULL;
+	s->bytes = 0;
+	s->fence = true;
+	l->s_head++;
+	l->posted++;
+	return 0;
+}
+
+/*
  * A post of @n WRs failed at WR @first: those from @first on were never
- * queued (take_back()). The ones before it are on the send queue, perhaps
- * none of them signalled: move the QP to the error state so that each gets
- * a (flush) completion, and the lane recovers once they are in.
+ * queued (take_back()). The ones before it went to the device, perhaps none
+ * of them signalled, and on rxe they may even be done already, leaving no
+ * completion behind: a flush would not report them. So the QP goes to the
+ * error state and a fence follows them (post_fence()), whose completion
+ * retires them all; the lane recovers once it is in. (Without the fence the
+ * lane stayed broken for good, its flows' ops waiting forever.)
  */
 static void post_failed(struct vlane *l, uint32_t first, uint32_t n)
 {
 	take_back(l, first, n, -EIO);
 	if (first && l->posted) {
 		l->broken = true;
-		to_error(l);
+		if (to_error(l) == 0)
+			post_fence(l);
 	}
 }
 

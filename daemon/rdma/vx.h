@@ -32,6 +32,19 @@ static inline int vx_ret(int r)
 	return 0;
 }
 
+#ifdef RP_VX_FAULTS
+/*
+ * Fault injection, built only into tests/helpers/verbs-local-check (the
+ * daemon never defines RP_VX_FAULTS). rxe cannot be made to refuse a post
+ * or a state change on demand, so the test arms one here, and the call fails
+ * as a provider's would; in a refused post list the WRs before the refused
+ * one still go to the real device.
+ */
+extern int vx_fault_post_at; /* >= 0: the next post list is refused at this WR */
+extern int vx_fault_modify;  /* > 0: that many of the next modify_qp calls fail */
+int vx_fault_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+#endif
+
 /* Conventions 2 and 3: the call failed, errno says why. */
 static inline int vx_errno(void)
 {
@@ -170,11 +183,21 @@ static inline int vx_destroy_qp(struct ibv_qp *qp)
 
 static inline int vx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 {
+#ifdef RP_VX_FAULTS
+	if (vx_fault_modify > 0) {
+		vx_fault_modify--;
+		return -EIO;
+	}
+#endif
 	return vx_ret(ibv_modify_qp(qp, a, mask));
 }
 
 static inline int vx_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
+#ifdef RP_VX_FAULTS
+	if (vx_fault_post_at >= 0)
+		return vx_fault_post_send(qp, wr, bad);
+#endif
 	return vx_ret(ibv_post_send(qp, wr, bad));
 }
 

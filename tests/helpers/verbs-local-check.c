@@ -11,7 +11,9 @@
  * over them, each flow's ops in order and byte-exact while all lanes are
  * busy, who posts a lone flow's lists (the calling thread, or its lane's
  * thread while several sessions submit), and one report per op at
- * tear-down. Exits 77 without a device.
+ * tear-down. With refusals injected (vx.h, RP_VX_FAULTS): a post list refused
+ * part-way, and a queue pair that cannot be brought back. Exits 77 without a
+ * device.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,6 +44,32 @@ static void on_done(void *user, int status)
 	reports[i]++;
 	statuses[i] = status;
 	seq[i] = ++done_count;
+}
+
+/* vx.h's fault injection (this program is built with RP_VX_FAULTS). */
+int vx_fault_post_at = -1, vx_fault_modify;
+
+int vx_fault_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct ibv_send_wr *w = wr, *prev = NULL;
+	int i, r;
+
+	for (i = 0; w && i < vx_fault_post_at; i++) {
+		prev = w;
+		w = w->next;
+	}
+	vx_fault_post_at = -1;
+	if (!w)
+		return vx_ret(ibv_post_send(qp, wr, bad)); /* shorter: not refused */
+	if (prev) { /* the WRs before the refused one go to the device */
+		prev->next = NULL;
+		r = ibv_post_send(qp, wr, bad);
+		prev->next = w;
+		if (r)
+			return vx_ret(r);
+	}
+	*bad = w;
+	return -ENOMEM; /* as a provider whose send queue is full */
 }
 
 static int wait_done(struct rdev *d, unsigned want)
@@ -311,6 +339,77 @@ static void lanes(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr
 }
 
 /*
+ * Refusals the device cannot be made to produce, injected (vx.h): a post
+ * list refused part-way, and a queue pair that cannot be brought back.
+ */
+static void refusals(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vmr *md,
+		     struct vmr *mro, unsigned char *src, unsigned char *dst)
+{
+	unsigned i, base, once, rec;
+
+	/*
+	 * The 4th of 8 WRITEs refused: the three before it are on the send
+	 * queue, none of them signalled, and nothing after them will be.
+	 */
+	memset(reports, 0, sizeof(reports));
+	base = done_count;
+	rec = vlocal_recoveries(v);
+	vlocal_defer(v, true);
+	for (i = 0; i < 8; i++)
+		vlocal_write(v, ms, i * 64, md, i * 64, 64, FA, (void *)(uintptr_t)(16 + i));
+	vx_fault_post_at = 3;
+	vlocal_flush(v);
+	once = wait_done_deferred(d, v, base + 8) == 0;
+	tap_ok(once, "a post list of 8 WRITEs refused at its 4th: all 8 are reported (%u)",
+	       done_count - base);
+	vlocal_defer(v, false);
+	for (once = 1, i = 0; i < 8; i++)
+		once &= reports[16 + i] == 1 &&
+			(i < 3 ? statuses[16 + i] == 0 || statuses[16 + i] == -ETIMEDOUT
+			       : statuses[16 + i] == -EIO);
+	tap_ok(once,
+	       "each once: the 3 before it OK or outcome unknown (%d %d %d), the 5 from it -EIO",
+	       statuses[16], statuses[17], statuses[18]);
+	fill(src, 4096, 91);
+	base = done_count;
+	tap_ok(vlocal_write(v, ms, 0, md, 0, 4096, FA, (void *)(uintptr_t)30) == 0 &&
+		       wait_done(d, base + 1) == 0 && statuses[30] == 0 &&
+		       fnv1a(src, 4096) == fnv1a(dst, 4096),
+	       "the QP recovered (%u time(s)) and the next WRITE lands",
+	       vlocal_recoveries(v) - rec);
+
+	/*
+	 * A remote access error breaks the QP, and bringing it back fails (in
+	 * the completion and again at the next flush): the WRITEs waiting
+	 * behind it fail with -EIO; the next one, when recovery works again,
+	 * lands.
+	 */
+	memset(reports, 0, sizeof(reports));
+	base = done_count;
+	rec = vlocal_recoveries(v);
+	vlocal_defer(v, true);
+	vlocal_write(v, ms, 0, mro, 0, 64, FA, (void *)(uintptr_t)16);
+	vlocal_flush(v);
+	for (i = 0; i < 3; i++)
+		vlocal_write(v, ms, 0, md, 0, 64, FA, (void *)(uintptr_t)(17 + i));
+	vx_fault_modify = 2;
+	tap_ok(wait_done(d, base + 1) == 0 && statuses[16] == -EACCES,
+	       "a WRITE into a read-only MR fails with -EACCES");
+	tap_ok(wait_done_deferred(d, v, base + 4) == 0 && vx_fault_modify == 0,
+	       "the QP cannot be brought back (twice): the 3 WRITEs waiting behind it are "
+	       "reported");
+	vlocal_defer(v, false);
+	for (once = 1, i = 0; i < 4; i++)
+		once &= reports[16 + i] == 1 && (i == 0 || statuses[16 + i] == -EIO);
+	tap_ok(once, "each once, the 3 waiting ones with -EIO");
+	fill(src, 4096, 92);
+	tap_ok(vlocal_write(v, ms, 0, md, 0, 4096, FA, (void *)(uintptr_t)30) == 0 &&
+		       wait_done(d, base + 5) == 0 && statuses[30] == 0 &&
+		       fnv1a(src, 4096) == fnv1a(dst, 4096) && vlocal_recoveries(v) == rec + 1,
+	       "once the device lets it, the QP comes back and the next WRITE lands");
+}
+
+/*
  * Freed between the chunks of a big op: the chunks done stay done, so the op
  * is reported once as -EIO (nothing more of it was done), not as -ECANCELED
  * (it did not happen).
@@ -398,6 +497,7 @@ int main(void)
 	tap_ok(once, "each of them reported exactly once, all OK");
 
 	fairness(d, v, ms, md);
+	refusals(d, v, ms, md, mro, src, dst);
 
 	/* Tear-down with work outstanding: still exactly one report per op. */
 	memset(reports, 0, sizeof(reports));
