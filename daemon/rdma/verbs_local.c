@@ -91,6 +91,13 @@
 #define VL_ALONE_MAX_WRS 32u
 /* A poster thread with nothing to post looks this many times more before it sleeps. */
 #define VL_POSTER_SPINS 256
+/*
+ * After a failed recovery, the next attempt waits this long: the engine
+ * would otherwise try (a query and up to four modify_qp calls) on every pass
+ * while the device keeps refusing. Ops that wait for the lane meanwhile fail
+ * as if it had been tried (fail_waiting()).
+ */
+#define VL_RETRY_NS 10000000ull
 
 /* What a lane's poster thread is told (its futex word). */
 enum lane_cmd {
@@ -175,8 +182,9 @@ struct vlane {
 	uint32_t unsignaled;
 	bool broken;
 	unsigned recoveries;
-	uint64_t posted_bytes;		   /* payload of the WRs on the send queue */
-	unsigned n_flows;		   /* flows with ops queued or posted here */
+	uint64_t retry_ns;     /* a failed recovery: none before this (CLOCK_MONOTONIC) */
+	uint64_t posted_bytes; /* payload of the WRs on the send queue */
+	unsigned n_flows;      /* flows with ops queued or posted here */
 	struct vl_flow *rr_head, *rr_tail; /* flows with ops waiting, in turn order */
 	unsigned n_waiting;
 };
@@ -693,14 +701,28 @@ static int wc_status(enum ibv_wc_status s)
 
 static void post_pending(struct vlane *l, bool self);
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void recover(struct vlane *l)
 {
 	struct rdev_info info;
+	uint64_t now = mono_ns();
 
+	if (now < l->retry_ns)
+		return; /* it failed moments ago: VL_RETRY_NS */
 	rdev_query(l->v->d, &info);
 	if (bring_up(l, (uint8_t)info.port) == 0) {
 		l->broken = false;
 		l->recoveries++;
+		l->retry_ns = 0;
+	} else {
+		l->retry_ns = now + VL_RETRY_NS;
 	}
 }
 

@@ -11,9 +11,9 @@
  * negative errno: -EACCES (the device refused access), -ECANCELED (flushed,
  * it did not happen), -ETIMEDOUT (outcome unknown: also for WRs the device
  * did not give back at vlocal_free()), -EIO (the device would not take it,
- * its queue pair could not be recovered, or vlocal_free() came between its
- * chunks: nothing more of it was done; an op of several chunks may have
- * done its first ones).
+ * its queue pair could not be recovered (tried at most every 10 ms), or
+ * vlocal_free() came between its chunks: nothing more of it was done; an op
+ * of several chunks may have done its first ones).
  * Operations that cannot be posted yet (send queue full, queue pair being
  * recovered, a post list capped while one session submits) wait in order
  * within their flow (the caller's key, one per session); waiting flows of a
