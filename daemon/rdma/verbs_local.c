@@ -1034,16 +1034,23 @@ static int post_fence(struct vlane *l)
  * completion behind: a flush would not report them. So the QP goes to the
  * error state and a fence follows them (post_fence()), whose completion
  * retires them all; the lane recovers once it is in. (Without the fence the
- * lane stayed broken for good, its flows' ops waiting forever.)
+ * lane stayed broken for good, its flows' ops waiting forever.) If the QP
+ * will not go to the error state or take the fence, they are given up.
  */
 static void post_failed(struct vlane *l, uint32_t first, uint32_t n)
 {
 	take_back(l, first, n, -EIO);
-	if (first && l->posted) {
-		l->broken = true;
-		if (to_error(l) == 0)
-			post_fence(l);
-	}
+	if (!first || !l->posted)
+		return;
+	l->broken = true;
+	if (to_error(l) == 0 && post_fence(l) == 0)
+		return;
+	/*
+	 * No completion will come for them: their outcome is unknown, and
+	 * recover() resets the QP, now that nothing is posted.
+	 */
+	while (l->s_tail != l->s_head)
+		retire(l, &l->slots[l->s_tail % l->depth], -ETIMEDOUT);
 }
 
 /*

@@ -12,8 +12,8 @@
  * busy, who posts a lone flow's lists (the calling thread, or its lane's
  * thread while several sessions submit), and one report per op at
  * tear-down. With refusals injected (vx.h, RP_VX_FAULTS): a post list refused
- * part-way, and a queue pair that cannot be brought back (retried at most
- * every 10 ms). Exits 77 without a device.
+ * part-way (also with the QP refusing the error state), and a queue pair
+ * that cannot be brought back (retried at most every 10 ms). Exits 77 without a device.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -388,6 +388,33 @@ static void refusals(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vm
 		       fnv1a(src, 4096) == fnv1a(dst, 4096),
 	       "the QP recovered (%u time(s)) and the next WRITE lands",
 	       vlocal_recoveries(v) - rec);
+
+	/*
+	 * The same, and the QP will not even go to the error state: the 3
+	 * before the refused WR are given up (outcome unknown) rather than
+	 * left on the lane for good.
+	 */
+	memset(reports, 0, sizeof(reports));
+	base = done_count;
+	rec = vlocal_recoveries(v);
+	vlocal_defer(v, true);
+	for (i = 0; i < 8; i++)
+		vlocal_write(v, ms, i * 64, md, i * 64, 64, FA, (void *)(uintptr_t)(16 + i));
+	vx_fault_post_at = 3;
+	vx_fault_modify = 1;
+	vlocal_flush(v);
+	once = wait_done_deferred(d, v, base + 8) == 0 && vx_fault_modify == 0;
+	vlocal_defer(v, false);
+	for (i = 0; i < 8; i++)
+		once &= reports[16 + i] == 1 && statuses[16 + i] == (i < 3 ? -ETIMEDOUT : -EIO);
+	tap_ok(once, "refused at the 4th, and the QP will not go to the error state: all 8 "
+		     "reported once, the 3 before it outcome unknown, the 5 from it -EIO");
+	fill(src, 4096, 93);
+	base = done_count;
+	tap_ok(vlocal_write(v, ms, 0, md, 0, 4096, FA, (void *)(uintptr_t)30) == 0 &&
+		       wait_done(d, base + 1) == 0 && statuses[30] == 0 &&
+		       fnv1a(src, 4096) == fnv1a(dst, 4096) && vlocal_recoveries(v) == rec + 1,
+	       "the QP is reset and recovered, and the next WRITE lands");
 
 	/*
 	 * A remote access error breaks the QP, and bringing it back fails
