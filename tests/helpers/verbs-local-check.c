@@ -349,6 +349,49 @@ static void lanes(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr
 }
 
 /*
+ * The 4th of 8 WRITEs refused (vx.h): the three before it are on the send
+ * queue, none of them signalled, and nothing after them will be. With
+ * @no_error_state the QP also refuses the error state, and those three are
+ * given up (outcome unknown) rather than left on the lane for good. Either
+ * way each of the 8 is reported once, the QP recovers, the next WRITE lands.
+ */
+static void refused_list(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vmr *md,
+			 unsigned char *src, unsigned char *dst, bool no_error_state)
+{
+	const char *how = no_error_state ? " and the QP will not go to the error state" : "";
+	unsigned i, base = done_count, once, rec = vlocal_recoveries(v);
+
+	memset(reports, 0, sizeof(reports));
+	vlocal_defer(v, true);
+	for (i = 0; i < 8; i++)
+		vlocal_write(v, ms, i * 64, md, i * 64, 64, FA, (void *)(uintptr_t)(16 + i));
+	vx_fault_post_at = 3;
+	vx_fault_modify = no_error_state;
+	vlocal_flush(v);
+	once = wait_done_deferred(d, v, base + 8) == 0 && vx_fault_modify == 0;
+	tap_ok(once, "a post list of 8 WRITEs refused at its 4th%s: all 8 are reported (%u)", how,
+	       done_count - base);
+	vlocal_defer(v, false);
+	for (once = 1, i = 0; i < 8; i++)
+		once &= reports[16 + i] == 1 &&
+			(i >= 3 ? statuses[16 + i] == -EIO
+			 : no_error_state
+				 ? statuses[16 + i] == -ETIMEDOUT
+				 : statuses[16 + i] == 0 || statuses[16 + i] == -ETIMEDOUT);
+	tap_ok(once, "each once: the 3 before it %s (%d %d %d), the 5 from it -EIO",
+	       no_error_state ? "outcome unknown" : "OK or outcome unknown", statuses[16],
+	       statuses[17], statuses[18]);
+	fill(src, 4096, 91 + no_error_state);
+	base = done_count;
+	once = vlocal_write(v, ms, 0, md, 0, 4096, FA, (void *)(uintptr_t)30) == 0 &&
+	       wait_done(d, base + 1) == 0 && statuses[30] == 0 &&
+	       fnv1a(src, 4096) == fnv1a(dst, 4096);
+	tap_ok(once && vlocal_recoveries(v) == rec + 1,
+	       "the QP recovered (%u time(s)) and the next WRITE lands",
+	       vlocal_recoveries(v) - rec);
+}
+
+/*
  * Refusals the device cannot be made to produce, injected (vx.h): a post
  * list refused part-way, and a queue pair that cannot be brought back.
  */
@@ -358,63 +401,8 @@ static void refusals(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vm
 	unsigned i, base, once, rec, tries;
 	double t0, ms_taken;
 
-	/*
-	 * The 4th of 8 WRITEs refused: the three before it are on the send
-	 * queue, none of them signalled, and nothing after them will be.
-	 */
-	memset(reports, 0, sizeof(reports));
-	base = done_count;
-	rec = vlocal_recoveries(v);
-	vlocal_defer(v, true);
-	for (i = 0; i < 8; i++)
-		vlocal_write(v, ms, i * 64, md, i * 64, 64, FA, (void *)(uintptr_t)(16 + i));
-	vx_fault_post_at = 3;
-	vlocal_flush(v);
-	once = wait_done_deferred(d, v, base + 8) == 0;
-	tap_ok(once, "a post list of 8 WRITEs refused at its 4th: all 8 are reported (%u)",
-	       done_count - base);
-	vlocal_defer(v, false);
-	for (once = 1, i = 0; i < 8; i++)
-		once &= reports[16 + i] == 1 &&
-			(i < 3 ? statuses[16 + i] == 0 || statuses[16 + i] == -ETIMEDOUT
-			       : statuses[16 + i] == -EIO);
-	tap_ok(once,
-	       "each once: the 3 before it OK or outcome unknown (%d %d %d), the 5 from it -EIO",
-	       statuses[16], statuses[17], statuses[18]);
-	fill(src, 4096, 91);
-	base = done_count;
-	tap_ok(vlocal_write(v, ms, 0, md, 0, 4096, FA, (void *)(uintptr_t)30) == 0 &&
-		       wait_done(d, base + 1) == 0 && statuses[30] == 0 &&
-		       fnv1a(src, 4096) == fnv1a(dst, 4096),
-	       "the QP recovered (%u time(s)) and the next WRITE lands",
-	       vlocal_recoveries(v) - rec);
-
-	/*
-	 * The same, and the QP will not even go to the error state: the 3
-	 * before the refused WR are given up (outcome unknown) rather than
-	 * left on the lane for good.
-	 */
-	memset(reports, 0, sizeof(reports));
-	base = done_count;
-	rec = vlocal_recoveries(v);
-	vlocal_defer(v, true);
-	for (i = 0; i < 8; i++)
-		vlocal_write(v, ms, i * 64, md, i * 64, 64, FA, (void *)(uintptr_t)(16 + i));
-	vx_fault_post_at = 3;
-	vx_fault_modify = 1;
-	vlocal_flush(v);
-	once = wait_done_deferred(d, v, base + 8) == 0 && vx_fault_modify == 0;
-	vlocal_defer(v, false);
-	for (i = 0; i < 8; i++)
-		once &= reports[16 + i] == 1 && statuses[16 + i] == (i < 3 ? -ETIMEDOUT : -EIO);
-	tap_ok(once, "refused at the 4th, and the QP will not go to the error state: all 8 "
-		     "reported once, the 3 before it outcome unknown, the 5 from it -EIO");
-	fill(src, 4096, 93);
-	base = done_count;
-	tap_ok(vlocal_write(v, ms, 0, md, 0, 4096, FA, (void *)(uintptr_t)30) == 0 &&
-		       wait_done(d, base + 1) == 0 && statuses[30] == 0 &&
-		       fnv1a(src, 4096) == fnv1a(dst, 4096) && vlocal_recoveries(v) == rec + 1,
-	       "the QP is reset and recovered, and the next WRITE lands");
+	refused_list(d, v, ms, md, src, dst, false);
+	refused_list(d, v, ms, md, src, dst, true);
 
 	/*
 	 * A remote access error breaks the QP, and bringing it back fails
