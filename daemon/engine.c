@@ -3,8 +3,8 @@
  * The data-path engine (loop glue). While there is work, one loop callback
  * runs passes to completion: drain the submission rings of the busy
  * sessions, poll the device CQ, post what the passes gathered (one post
- * list per QP, of at most 8 WRs while one session submits: rdma/verbs_local.c
- * says why), publish completions (one producer store and at most one
+ * list per QP, capped while one session submits: rdma/verbs_local.c says
+ * why), publish completions (one producer store and at most one
  * doorbell per client per pass). No system call is made per operation:
  * the rings and the CQ are read from memory, the clock is read every
  * CLOCK_PASSES passes, and the loop is handed back to libuv only every
@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "base/cpuload.h"
+#include "base/util.h"
 #include "core/core.h"
 #include "evloop_uv.h"
 #include "rdma/rdma_dev.h"
@@ -122,14 +123,6 @@ struct engine {
 	struct engine_stats st;
 };
 
-static uint64_t clock_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void shared_update(struct engine *e)
 {
 	vlocal_shared(e->vlocal, e->epoch_sessions > 1 || e->last_sessions > 1);
@@ -138,7 +131,7 @@ static void shared_update(struct engine *e)
 /* Read the clock and, when due, how crowded the CPUs are; start a new epoch. */
 static void tick(struct engine *e)
 {
-	e->now = clock_ns();
+	e->now = mono_ns();
 	e->cpus = cpuload_crowded(&e->load, e->now) ? RP_CPUS_CROWDED : RP_CPUS_FREE;
 	if (e->now - e->epoch_at >= SHARED_EPOCH_NS) {
 		/* After a sleep of more than an epoch the last one saw nothing. */

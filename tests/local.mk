@@ -17,7 +17,8 @@ EXTRA_DIST += tests/check-man.sh tests/check-layers.sh tests/check-format.sh .cl
 # The verbs loopback module, tested on real rxe inside the guest (tests/vm).
 check_PROGRAMS += tests/helpers/verbs-local-check
 tests_helpers_verbs_local_check_SOURCES = tests/helpers/verbs-local-check.c \
-	daemon/rdma/verbs_local.c daemon/rdma/verbs_local.h daemon/rdma/rdma_dev.c daemon/rdma/rdma_dev.h daemon/rdma/vx.h
+	daemon/rdma/verbs_local.c daemon/rdma/verbs_local.h daemon/rdma/rdma_dev.c daemon/rdma/rdma_dev.h daemon/rdma/vx.h \
+	daemon/base/util.c daemon/base/util.h
 tests_helpers_verbs_local_check_LDADD = $(IBVERBS_LIBS) $(RDMACM_LIBS)
 # Its own build of verbs_local.c, with vx.h's fault injection (RP_VX_FAULTS).
 tests_helpers_verbs_local_check_CPPFLAGS = $(AM_CPPFLAGS) -DRP_VX_FAULTS

@@ -8,6 +8,9 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t mono_ns(void);
+
 /* "512 B", "4.0 KiB", "1.5 GiB": binary units with one decimal. */
 char *fmt_bytes(uint64_t n, char *buf, size_t len);
 

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/util.h" /* mono_ns() */
 #include "rdma/rdma_dev.h"
 #include "rdma/vx.h"
 #include "rp-ring.h" /* rp_cpu_relax() */
@@ -534,10 +535,6 @@ static void op_finish(struct vl_op *op)
 	v->n_spare++;
 }
 
-/*
- * Work requests on the send queue complete (flushed) once the QP is in the
- * error state; drain them so each op still gets its one report.
- */
 /* Move @l's QP to the error state: every WR on its send queue completes (flushed). */
 static int to_error(struct vlane *l)
 {
@@ -546,16 +543,25 @@ static int to_error(struct vlane *l)
 	return vx_modify_qp(l->qp, &a, IBV_QP_STATE);
 }
 
+/* No completion will come for what is on @l's send queue: its outcome is unknown. */
+static void give_up_posted(struct vlane *l)
+{
+	while (l->s_tail != l->s_head)
+		retire(l, &l->slots[l->s_tail % l->depth], -ETIMEDOUT);
+}
+
+/* Tear-down: flush the send queue and drain it, so each op still gets its one report. */
 static void flush_posted(struct vlane *l)
 {
 	int tries;
 
-	if (!l->posted || to_error(l) < 0)
-		return;
-	for (tries = 0; l->posted && tries < 1000; tries++) {
-		if (rdev_cq_drain(l->v->d) <= 0)
-			usleep(1000);
+	if (l->posted && to_error(l) == 0) {
+		for (tries = 0; l->posted && tries < 1000; tries++) {
+			if (rdev_cq_drain(l->v->d) <= 0)
+				usleep(1000);
+		}
 	}
+	give_up_posted(l); /* the device did not give them back */
 }
 
 static void flow_cancel(struct vl_flow *f)
@@ -597,9 +603,6 @@ struct vlocal *vlocal_free(struct vlocal *v)
 
 		if (l->qp)
 			flush_posted(l);
-		/* The device did not give them back: their outcome is unknown. */
-		while (l->s_tail != l->s_head)
-			retire(l, &l->slots[l->s_tail % l->depth], -ETIMEDOUT);
 	}
 	/* Ops still waiting never reached the device: they did not happen. */
 	for (i = 0; i < VL_FLOW_BUCKETS; i++) {
@@ -700,14 +703,6 @@ static int wc_status(enum ibv_wc_status s)
 }
 
 static void post_pending(struct vlane *l, bool self);
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void recover(struct vlane *l)
 {
@@ -974,10 +969,15 @@ static bool room(const struct vlane *l)
 	return l->posted_bytes < (l->n_flows > 1 ? VL_SHARED_BYTES : VL_ALONE_BYTES);
 }
 
-/* A capped list (one session submitting) of @n WRs and @bytes of payload is long enough. */
-static bool list_full(uint32_t n, uint64_t bytes)
+/*
+ * Whether a post list of @n WRs and @bytes of payload takes one more:
+ * @capped (one session submitting) by VL_ALONE_*, else up to @depth.
+ */
+static bool list_open(bool capped, uint32_t n, uint64_t bytes, uint32_t depth)
 {
-	return n >= VL_ALONE_WRS && bytes >= VL_ALONE_MIN_BYTES;
+	if (!capped)
+		return n < depth;
+	return n < VL_ALONE_MAX_WRS && (n < VL_ALONE_WRS || bytes < VL_ALONE_MIN_BYTES);
 }
 
 /*
@@ -1043,19 +1043,13 @@ static void post_failed(struct vlane *l, uint32_t first, uint32_t n)
 	if (!first || !l->posted)
 		return;
 	l->broken = true;
-	if (to_error(l) == 0 && post_fence(l) == 0)
-		return;
-	/*
-	 * No completion will come for them: their outcome is unknown, and
-	 * recover() resets the QP, now that nothing is posted.
-	 */
-	while (l->s_tail != l->s_head)
-		retire(l, &l->slots[l->s_tail % l->depth], -ETIMEDOUT);
+	if (to_error(l) < 0 || post_fence(l) < 0)
+		give_up_posted(l); /* recover() then resets the QP */
 }
 
 /*
  * Post what waits, as one post list (one system call on rxe however many
- * WRs; capped while one session submits: VL_ALONE_WRS): the waiting
+ * WRs; capped while one session submits, VL_ALONE_WRS): the waiting
  * flows take turns, each posting up to its deficit; a flow with no one
  * waiting behind it posts as long as there is room. @self: post from this
  * thread, else hand the list to the lane's poster thread.
@@ -1066,7 +1060,7 @@ static void post_pending(struct vlane *l, bool self)
 	struct ibv_send_wr *bad = NULL;
 	struct vl_flow *f;
 	struct vl_op *op;
-	uint32_t n = 0, i, max;
+	uint32_t n = 0, i;
 	uint64_t bytes = 0;
 	bool capped;
 	int r;
@@ -1085,15 +1079,14 @@ static void post_pending(struct vlane *l, bool self)
 		}
 	}
 	capped = !(v->active_lanes > 1 || v->shared);
-	max = capped ? VL_ALONE_MAX_WRS : l->depth;
-	while (l->rr_head && room(l) && n < max && !(capped && list_full(n, bytes))) {
+	while (l->rr_head && room(l) && list_open(capped, n, bytes, l->depth)) {
 		bool over = false;
 
 		f = flow_next_turn(l);
 		if (!f->resume)
 			f->deficit += VL_QUANTUM;
 		f->resume = false;
-		while ((op = f->head) && room(l) && n < max && !(capped && list_full(n, bytes))) {
+		while ((op = f->head) && room(l) && list_open(capped, n, bytes, l->depth)) {
 			uint64_t len;
 
 			if (op->status) { /* failed part-way: nothing more of it is posted */

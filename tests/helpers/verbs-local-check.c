@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "../../daemon/base/util.h"
 #include "../../daemon/rdma/rdma_dev.h"
 #include "../../daemon/rdma/verbs_local.h"
 #include "../../daemon/rdma/vx.h"
@@ -46,14 +46,6 @@ static void on_done(void *user, int status)
 	reports[i]++;
 	statuses[i] = status;
 	seq[i] = ++done_count;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* vx.h's fault injection (this program is built with RP_VX_FAULTS). */
@@ -428,12 +420,12 @@ static void refusals(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vm
 		once &= reports[16 + i] == 1 && (i == 0 || statuses[16 + i] == -EIO);
 	tap_ok(once,
 	       "the QP cannot be brought back: the 3 WRITEs waiting behind it fail once, -EIO");
-	t0 = now_ms();
+	t0 = mono_ns() / 1e6;
 	tries = vx_fault_modify;
 	for (once = 1, i = 0; i < 200; i++)
 		once &= vlocal_write(v, ms, 0, md, 0, 64, FA, (void *)(uintptr_t)(100 + i)) == 0 &&
 			reports[100 + i] == 1 && statuses[100 + i] == -EIO;
-	ms_taken = now_ms() - t0;
+	ms_taken = mono_ns() / 1e6 - t0;
 	tries -= vx_fault_modify;
 	tap_ok(once, "200 WRITEs submitted meanwhile fail at once, each once, -EIO");
 	tap_ok(tries <= ms_taken / 10 + 2, "and cost %u recovery attempts in %.1f ms, not one each",
