@@ -550,16 +550,23 @@ static void give_up_posted(struct vlane *l)
 		retire(l, &l->slots[l->s_tail % l->depth], -ETIMEDOUT);
 }
 
-/* Tear-down: flush the send queue and drain it, so each op still gets its one report. */
+/*
+ * Tear-down: flush the send queue and drain it, so each op still gets its one
+ * report. If the QP will not go to the error state, what the device already
+ * completed is still taken (its completions are on the CQ) before the rest
+ * is given up.
+ */
 static void flush_posted(struct vlane *l)
 {
+	bool flushing;
 	int tries;
 
-	if (l->posted && to_error(l) == 0) {
-		for (tries = 0; l->posted && tries < 1000; tries++) {
-			if (rdev_cq_drain(l->v->d) <= 0)
-				usleep(1000);
-		}
+	if (!l->posted)
+		return;
+	flushing = to_error(l) == 0;
+	for (tries = 0; l->posted && tries < (flushing ? 1000 : 1); tries++) {
+		if (rdev_cq_drain(l->v->d) <= 0 && flushing)
+			usleep(1000);
 	}
 	give_up_posted(l); /* the device did not give them back */
 }
@@ -623,6 +630,15 @@ struct vlocal *vlocal_free(struct vlocal *v)
 	for (i = 0; i < v->n_lanes; i++) {
 		if (v->lanes[i].qp)
 			vx_destroy_qp(v->lanes[i].qp);
+		v->lanes[i].qp = NULL;
+	}
+	/*
+	 * A completion the device made after flush_posted() gave up is still on
+	 * the CQ, and names a slot: take it while the slots are here (each is
+	 * retired already, so it is ignored), not in whoever drains the CQ next.
+	 */
+	rdev_cq_drain(v->d);
+	for (i = 0; i < v->n_lanes; i++) {
 		free(v->lanes[i].slots);
 		free(v->lanes[i].wrv);
 		free(v->lanes[i].sgev);

@@ -12,8 +12,9 @@
  * busy, who posts a lone flow's lists (the calling thread, or its lane's
  * thread while several sessions submit), and one report per op at
  * tear-down. With refusals injected (vx.h, RP_VX_FAULTS): a post list refused
- * part-way (also with the QP refusing the error state), and a queue pair
- * that cannot be brought back (retried at most every 10 ms). Exits 77 without a device.
+ * part-way (also with the QP refusing the error state), a queue pair
+ * that cannot be brought back (retried at most every 10 ms), and one freed
+ * while it refuses the error state. Exits 77 without a device.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -471,6 +472,42 @@ static void free_mid_op(struct rdev *d, struct vmr *ms, struct vmr *md)
 	       statuses[16]);
 }
 
+/*
+ * Freed while the QP will not go to the error state (so nothing is flushed):
+ * the WRITEs the device already did are reported by their completion, OK,
+ * not given up, and the completion does not stay on the CQ naming a freed
+ * slot for whoever drains it next.
+ */
+static void free_unflushable(struct rdev *d, struct vmr *ms, struct vmr *md)
+{
+	struct vlocal *v = NULL;
+	char why[256];
+	unsigned i, base = done_count;
+	int r, left, ok = 1;
+
+	r = vlocal_new(d, 64, 1, -1, on_done, &v, why, sizeof(why));
+	tap_ok(r == 0, "a new loopback QP connects to itself (%s)", r ? why : "ok");
+	if (r)
+		return;
+	memset(reports, 0, sizeof(reports));
+	vlocal_defer(v, true);
+	for (i = 16; i < 24; i++)
+		ok &= vlocal_write(v, ms, 0, md, 0, 4096, FA, (void *)(uintptr_t)i) == 0;
+	vlocal_flush(v); /* one list of 8, its last WR signalled */
+	usleep(200000);	 /* the device is done with it; its completion waits on the CQ */
+	ok &= done_count == base;
+	vx_fault_modify = 1;
+	v = vlocal_free(v);
+	left = rdev_cq_drain(d);
+	for (i = 16; i < 24; i++)
+		ok &= reports[i] == 1 && statuses[i] == 0;
+	tap_ok(ok && done_count == base + 8 && vx_fault_modify == 0 && left == 0,
+	       "freed while the QP refuses the error state: the 8 WRITEs done are reported once, "
+	       "OK (last %d), and nothing of the freed QP is left on the CQ (%d)",
+	       statuses[23], left);
+	vx_fault_modify = 0;
+}
+
 int main(void)
 {
 	unsigned char *src = malloc(BIG), *dst = malloc(BIG), *back = malloc(BIG);
@@ -542,6 +579,7 @@ int main(void)
 	tap_ok(once && done_count == base + 200,
 	       "freeing the QP with 200 ops queued reports each exactly once");
 	free_mid_op(d, ms, md);
+	free_unflushable(d, ms, md);
 	lanes(d, ms, src, md, dst);
 	vmr_dereg(mro);
 	vmr_dereg(mb);
