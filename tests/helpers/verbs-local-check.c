@@ -10,13 +10,16 @@
  * torn down between its chunks). Then with four lanes (QPs): flows spread
  * over them, each flow's ops in order and byte-exact while all lanes are
  * busy, who posts a lone flow's lists (the calling thread, or its lane's
- * thread while several sessions submit), and one report per op at
- * tear-down. With refusals injected (vx.h, RP_VX_FAULTS): a post list refused
- * part-way (also with the QP refusing the error state), a queue pair
- * that cannot be brought back (retried at most every 10 ms), and one freed
- * while it refuses the error state. Exits 77 without a device.
+ * thread while several sessions submit), a list refused part-way in a
+ * lane's thread, and one report per op at tear-down. With refusals
+ * injected (vx.h, RP_VX_FAULTS): a post list refused part-way (also with the
+ * QP refusing the error state), a queue pair that cannot be brought back
+ * (retried at most every 10 ms), and one freed while it refuses the error
+ * state. Exits 77 without a device.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +54,9 @@ static void on_done(void *user, int status)
 
 /* vx.h's fault injection (this program is built with RP_VX_FAULTS). */
 int vx_fault_post_at = -1, vx_fault_modify;
+/* Whether the last refused list was posted by a thread other than main()'s. */
+static pthread_t main_thread;
+static bool refused_elsewhere;
 
 int vx_fault_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
@@ -62,6 +68,7 @@ int vx_fault_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
 		w = w->next;
 	}
 	vx_fault_post_at = -1;
+	refused_elsewhere = !pthread_equal(pthread_self(), main_thread);
 	if (!w)
 		return vx_ret(ibv_post_send(qp, wr, bad)); /* shorter: not refused */
 	if (prev) { /* the WRs before the refused one go to the device */
@@ -249,6 +256,9 @@ static void fairness(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vm
  * does (so the lanes' poster threads post), and each flow's ops complete in
  * its order, each once, and the stripes are byte-exact.
  */
+static void refused_list(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vmr *md,
+			 unsigned char *src, unsigned char *dst, bool no_error_state);
+
 #define LANE_OPS 256
 static void lanes(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr *md,
 		  unsigned char *dst)
@@ -328,6 +338,12 @@ static void lanes(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr
 			(i == 0 || seq[16 + i] > seq[16 + i - 1]);
 	tap_ok(once, "those 17 WRITEs complete once each, in order");
 
+	/* Several sessions: a list refused in its lane's thread, handled as on one lane. */
+	vlocal_shared(v, true);
+	refused_list(d, v, ms, md, src, dst, false);
+	refused_list(d, v, ms, md, src, dst, true);
+	vlocal_shared(v, false);
+
 	memset(reports, 0, sizeof(reports));
 	base = done_count;
 	for (i = 0; i < 200; i++)
@@ -352,6 +368,7 @@ static void refused_list(struct rdev *d, struct vlocal *v, struct vmr *ms, struc
 			 unsigned char *src, unsigned char *dst, bool no_error_state)
 {
 	const char *how = no_error_state ? " and the QP will not go to the error state" : "";
+	const char *by = vlocal_lanes(v) > 1 ? " by its lane's thread" : "";
 	unsigned i, base = done_count, once, rec = vlocal_recoveries(v);
 
 	memset(reports, 0, sizeof(reports));
@@ -362,8 +379,9 @@ static void refused_list(struct rdev *d, struct vlocal *v, struct vmr *ms, struc
 	vx_fault_modify = no_error_state;
 	vlocal_flush(v);
 	once = wait_done_deferred(d, v, base + 8) == 0 && vx_fault_modify == 0;
-	tap_ok(once, "a post list of 8 WRITEs refused at its 4th%s: all 8 are reported (%u)", how,
-	       done_count - base);
+	once &= refused_elsewhere == (vlocal_lanes(v) > 1);
+	tap_ok(once, "a post list of 8 WRITEs refused at its 4th%s%s: all 8 are reported (%u)", by,
+	       how, done_count - base);
 	vlocal_defer(v, false);
 	for (once = 1, i = 0; i < 8; i++)
 		once &= reports[16 + i] == 1 &&
@@ -518,6 +536,7 @@ int main(void)
 	unsigned i, base, once;
 	int r;
 
+	main_thread = pthread_self();
 	r = rdev_open(NULL, 0, 4096, &d, why, sizeof(why));
 	if (r == -ENODEV) {
 		printf("1..0 # SKIP %s\n", why);
