@@ -543,11 +543,17 @@ static int to_error(struct vlane *l)
 	return vx_modify_qp(l->qp, &a, IBV_QP_STATE);
 }
 
-/* No completion will come for what is on @l's send queue: its outcome is unknown. */
-static void give_up_posted(struct vlane *l)
+/*
+ * No completion will come for what is on @l's send queue: its outcome is
+ * unknown. true if there was any (a late completion may still name a slot).
+ */
+static bool give_up_posted(struct vlane *l)
 {
+	bool any = l->s_tail != l->s_head;
+
 	while (l->s_tail != l->s_head)
 		retire(l, &l->slots[l->s_tail % l->depth], -ETIMEDOUT);
+	return any;
 }
 
 /*
@@ -556,19 +562,19 @@ static void give_up_posted(struct vlane *l)
  * completed is still taken (its completions are on the CQ) before the rest
  * is given up.
  */
-static void flush_posted(struct vlane *l)
+static bool flush_posted(struct vlane *l)
 {
 	bool flushing;
 	int tries;
 
 	if (!l->posted)
-		return;
+		return false;
 	flushing = to_error(l) == 0;
 	for (tries = 0; l->posted && tries < (flushing ? 1000 : 1); tries++) {
 		if (rdev_cq_drain(l->v->d) <= 0 && flushing)
 			usleep(1000);
 	}
-	give_up_posted(l); /* the device did not give them back */
+	return give_up_posted(l); /* the device did not give them back */
 }
 
 static void flow_cancel(struct vl_flow *f)
@@ -590,6 +596,7 @@ struct vlocal *vlocal_free(struct vlocal *v)
 {
 	struct vl_flow *f;
 	struct vl_op *op;
+	bool gave_up = false;
 	unsigned i;
 
 	if (!v)
@@ -608,8 +615,8 @@ struct vlocal *vlocal_free(struct vlocal *v)
 	for (i = 0; i < v->n_lanes; i++) {
 		struct vlane *l = &v->lanes[i];
 
-		if (l->qp)
-			flush_posted(l);
+		if (l->qp && flush_posted(l))
+			gave_up = true;
 	}
 	/* Ops still waiting never reached the device: they did not happen. */
 	for (i = 0; i < VL_FLOW_BUCKETS; i++) {
@@ -637,7 +644,8 @@ struct vlocal *vlocal_free(struct vlocal *v)
 	 * the CQ, and names a slot: take it while the slots are here (each is
 	 * retired already, so it is ignored), not in whoever drains the CQ next.
 	 */
-	rdev_cq_drain(v->d);
+	if (gave_up)
+		rdev_cq_drain(v->d);
 	for (i = 0; i < v->n_lanes; i++) {
 		free(v->lanes[i].slots);
 		free(v->lanes[i].wrv);
