@@ -182,6 +182,7 @@ struct vlane {
 	struct vl_slot *slots;
 	uint32_t unsignaled;
 	bool broken;
+	bool gave_up; /* give_up_posted() retired WRs: a late completion may name a slot */
 	unsigned recoveries;
 	uint64_t retry_ns;     /* a failed recovery: none before this (CLOCK_MONOTONIC) */
 	uint64_t posted_bytes; /* payload of the WRs on the send queue */
@@ -543,17 +544,13 @@ static int to_error(struct vlane *l)
 	return vx_modify_qp(l->qp, &a, IBV_QP_STATE);
 }
 
-/*
- * No completion will come for what is on @l's send queue: its outcome is
- * unknown. true if there was any (a late completion may still name a slot).
- */
-static bool give_up_posted(struct vlane *l)
+/* No completion will come for what is on @l's send queue: its outcome is unknown. */
+static void give_up_posted(struct vlane *l)
 {
-	bool any = l->s_tail != l->s_head;
-
+	if (l->s_tail != l->s_head)
+		l->gave_up = true;
 	while (l->s_tail != l->s_head)
 		retire(l, &l->slots[l->s_tail % l->depth], -ETIMEDOUT);
-	return any;
 }
 
 /*
@@ -562,19 +559,19 @@ static bool give_up_posted(struct vlane *l)
  * completed is still taken (its completions are on the CQ) before the rest
  * is given up.
  */
-static bool flush_posted(struct vlane *l)
+static void flush_posted(struct vlane *l)
 {
 	bool flushing;
 	int tries;
 
 	if (!l->posted)
-		return false;
+		return;
 	flushing = to_error(l) == 0;
 	for (tries = 0; l->posted && tries < (flushing ? 1000 : 1); tries++) {
 		if (rdev_cq_drain(l->v->d) <= 0 && flushing)
 			usleep(1000);
 	}
-	return give_up_posted(l); /* the device did not give them back */
+	give_up_posted(l); /* the device did not give them back */
 }
 
 static void flow_cancel(struct vl_flow *f)
@@ -615,8 +612,9 @@ struct vlocal *vlocal_free(struct vlocal *v)
 	for (i = 0; i < v->n_lanes; i++) {
 		struct vlane *l = &v->lanes[i];
 
-		if (l->qp && flush_posted(l))
-			gave_up = true;
+		if (l->qp)
+			flush_posted(l);
+		gave_up |= l->gave_up; /* here or earlier (post_failed()) */
 	}
 	/* Ops still waiting never reached the device: they did not happen. */
 	for (i = 0; i < VL_FLOW_BUCKETS; i++) {
@@ -640,9 +638,11 @@ struct vlocal *vlocal_free(struct vlocal *v)
 		v->lanes[i].qp = NULL;
 	}
 	/*
-	 * A completion the device made after flush_posted() gave up is still on
-	 * the CQ, and names a slot: take it while the slots are here (each is
-	 * retired already, so it is ignored), not in whoever drains the CQ next.
+	 * A completion the device made for a WR that was given up (here, or
+	 * when a refused post could not be fenced) may still be on the CQ, and
+	 * it names a slot: take it while the slots are here (each is retired
+	 * already, so it is ignored), not in whoever drains the CQ next. With
+	 * every WR accounted for by its completion, none of ours can come.
 	 */
 	if (gave_up)
 		rdev_cq_drain(v->d);

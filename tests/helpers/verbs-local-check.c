@@ -15,7 +15,7 @@
  * injected (vx.h, RP_VX_FAULTS): a post list refused part-way (also with the
  * QP refusing the error state), a queue pair that cannot be brought back
  * (retried at most every 10 ms), and one freed while it refuses the error
- * state. Exits 77 without a device.
+ * state (also after WRs were given up). Exits 77 without a device.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -369,6 +369,8 @@ static void refused_list(struct rdev *d, struct vlocal *v, struct vmr *ms, struc
 {
 	const char *how = no_error_state ? " and the QP will not go to the error state" : "";
 	const char *by = vlocal_lanes(v) > 1 ? " by its lane's thread" : "";
+
+	refused_elsewhere = !(vlocal_lanes(v) > 1); /* wrong until the refusal sets it */
 	unsigned i, base = done_count, once, rec = vlocal_recoveries(v);
 
 	memset(reports, 0, sizeof(reports));
@@ -496,7 +498,49 @@ static void free_mid_op(struct rdev *d, struct vmr *ms, struct vmr *md)
  * not given up, and the completion does not stay on the CQ naming a freed
  * slot for whoever drains it next.
  */
-static void free_unflushable(struct rdev *d, struct vmr *ms, struct vmr *md)
+static void free_unflushable(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr *md,
+			     unsigned char *dst)
+{
+	struct vlocal *v = NULL;
+	char why[256];
+	unsigned i, spins, base = done_count;
+	int r, left, ok = 1;
+
+	r = vlocal_new(d, 64, 1, -1, on_done, &v, why, sizeof(why));
+	tap_ok(r == 0, "a new loopback QP connects to itself (%s)", r ? why : "ok");
+	if (r)
+		return;
+	memset(reports, 0, sizeof(reports));
+	fill(src, 4096, 55);
+	vlocal_defer(v, true);
+	for (i = 16; i < 24; i++)
+		ok &= vlocal_write(v, ms, 0, md, 0, 4096, FA, (void *)(uintptr_t)i) == 0;
+	vlocal_flush(v); /* one list of 8, its last WR signalled */
+	/* The device is done with it (the bytes landed, then a margin); its completion waits. */
+	for (spins = 0; fnv1a(src, 4096) != fnv1a(dst, 4096) && spins < 500; spins++)
+		usleep(10000);
+	usleep(100000);
+	ok &= done_count == base;
+	vx_fault_modify = 1;
+	v = vlocal_free(v);
+	left = rdev_cq_drain(d);
+	for (i = 16; i < 24; i++)
+		ok &= reports[i] == 1 && statuses[i] == 0;
+	tap_ok(ok && done_count == base + 8 && vx_fault_modify == 0 && left == 0,
+	       "freed while the QP refuses the error state: the 8 WRITEs done are reported once, "
+	       "OK (last %d), and nothing of the freed QP is left on the CQ (%d)",
+	       statuses[23], left);
+	vx_fault_modify = 0;
+}
+
+/*
+ * A list of 32 small WRITEs refused at its 21st while the QP refuses the
+ * error state: the 20 before it are given up (outcome unknown) though the
+ * device ran them, and the completion of the 16th (signalled) is left on the
+ * CQ. Freed then, that completion must not stay on the CQ naming a freed
+ * slot for whoever drains it next.
+ */
+static void free_after_give_up(struct rdev *d, struct vmr *ms, struct vmr *md)
 {
 	struct vlocal *v = NULL;
 	char why[256];
@@ -509,20 +553,22 @@ static void free_unflushable(struct rdev *d, struct vmr *ms, struct vmr *md)
 		return;
 	memset(reports, 0, sizeof(reports));
 	vlocal_defer(v, true);
-	for (i = 16; i < 24; i++)
-		ok &= vlocal_write(v, ms, 0, md, 0, 4096, FA, (void *)(uintptr_t)i) == 0;
-	vlocal_flush(v); /* one list of 8, its last WR signalled */
-	usleep(200000);	 /* the device is done with it; its completion waits on the CQ */
-	ok &= done_count == base;
+	for (i = 16; i < 48; i++)
+		ok &= vlocal_write(v, ms, (i - 16) * 64, md, (i - 16) * 64, 64, FA,
+				   (void *)(uintptr_t)i) == 0;
+	vx_fault_post_at = 20;
 	vx_fault_modify = 1;
+	vlocal_flush(v); /* one list of 32: WRs 16 and 32 signalled */
+	ok &= done_count == base + 32 && vx_fault_modify == 0;
+	usleep(100000); /* the device is done with the 20 it took */
 	v = vlocal_free(v);
 	left = rdev_cq_drain(d);
-	for (i = 16; i < 24; i++)
-		ok &= reports[i] == 1 && statuses[i] == 0;
-	tap_ok(ok && done_count == base + 8 && vx_fault_modify == 0 && left == 0,
-	       "freed while the QP refuses the error state: the 8 WRITEs done are reported once, "
-	       "OK (last %d), and nothing of the freed QP is left on the CQ (%d)",
-	       statuses[23], left);
+	for (i = 16; i < 48; i++)
+		ok &= reports[i] == 1 && statuses[i] == (i < 36 ? -ETIMEDOUT : -EIO);
+	tap_ok(ok && left == 0,
+	       "a list refused at its 21st, the QP refusing the error state, then freed: each of "
+	       "the 32 reported once (20 outcome unknown, 12 -EIO), nothing left on the CQ (%d)",
+	       left);
 	vx_fault_modify = 0;
 }
 
@@ -598,7 +644,8 @@ int main(void)
 	tap_ok(once && done_count == base + 200,
 	       "freeing the QP with 200 ops queued reports each exactly once");
 	free_mid_op(d, ms, md);
-	free_unflushable(d, ms, md);
+	free_unflushable(d, ms, src, md, dst);
+	free_after_give_up(d, ms, md);
 	lanes(d, ms, src, md, dst);
 	vmr_dereg(mro);
 	vmr_dereg(mb);
