@@ -76,12 +76,12 @@ struct config {
 	char *device;	      /* NULL: first device with an active port */
 	unsigned port_num;    /* 0: first active port */
 	int gid_index;	      /* -1: chosen by rdma_cm from the address */
-	uint32_t cq_depth;    /* default 4096 */
+	uint32_t cq_depth;    /* default 8192 */
 	uint32_t sq_depth;    /* default 512 */
 	uint32_t rq_depth;    /* default 512 */
 	uint32_t ack_timeout; /* local ACK timeout exponent: 4.096 us * 2^n; default 16 */
 	uint32_t retry_count; /* transport retries before a QP fails; default 7 */
-	uint32_t local_qps;   /* loopback QPs for local transfers; default 2 */
+	uint32_t local_qps;   /* loopback QPs for local transfers; default 4 */
 
 	/* [limits], all per uid */
 	uint64_t max_registered_bytes; /* default 4 GiB */

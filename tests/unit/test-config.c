@@ -208,12 +208,12 @@ static void test_defaults(void)
 	tap_ok(cfg->device == NULL, "default: device");
 	tap_is_int(cfg->port_num, 0, "default: port");
 	tap_is_int(cfg->gid_index, -1, "default: gid_index");
-	tap_is_int(cfg->cq_depth, 4096, "default: cq_depth");
+	tap_is_int(cfg->cq_depth, 8192, "default: cq_depth");
 	tap_is_int(cfg->sq_depth, 512, "default: send_queue_depth");
 	tap_is_int(cfg->rq_depth, 512, "default: recv_queue_depth");
 	tap_ok(cfg->ack_timeout == 16 && cfg->retry_count == 7,
 	       "default: ack_timeout, retry_count");
-	tap_is_int(cfg->local_qps, 2, "default: local_queue_pairs");
+	tap_is_int(cfg->local_qps, 4, "default: local_queue_pairs");
 	tap_is_int(cfg->max_registered_bytes, UINT64_C(4) << 30, "default: max_registered_bytes");
 	tap_is_int(cfg->max_regions, 1024, "default: max_regions");
 	tap_is_int(cfg->max_inflight, 4096, "default: max_inflight");
@@ -777,7 +777,7 @@ static void test_load_file(void)
 	if (!tap_ok(r == 0 && cfg, "shipped %s loads", path))
 		printf("#   %s\n", err);
 	tap_ok(cfg && cfg->n_peers == 0 && cfg->max_registered_bytes == UINT64_C(4) << 30 &&
-		       cfg->cq_depth == 4096 && !cfg->socket_path_set,
+		       cfg->cq_depth == 8192 && !cfg->socket_path_set,
 	       "shipped config keeps the defaults");
 	config_free(cfg);
 	free(path);

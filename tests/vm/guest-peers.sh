@@ -130,9 +130,9 @@ one_guest() {
 	ok $? "A and B on one rxe device connect over verbs and authenticate" || return
 	grep -q "over verbs" "$D/A.log"
 	ok $? "the link runs on the verbs transport"
-	# Each daemon: [verbs] local_queue_pairs (default 2) loopback QPs and one peer QP.
-	wait_for 10 sh -c "[ \$(rdma resource show qp | grep 'comm rdmaproxyd' | grep -c 'type RC') -eq $((qp0 + 6)) ]"
-	ok $? "rdma resource show qp: 2 x 2 loopback + 2 peer RC QPs ($(qps), baseline $qp0)"
+	# Each daemon: [verbs] local_queue_pairs (default 4) loopback QPs and one peer QP.
+	wait_for 10 sh -c "[ \$(rdma resource show qp | grep 'comm rdmaproxyd' | grep -c 'type RC') -eq $((qp0 + 10)) ]"
+	ok $? "rdma resource show qp: 2 x 4 loopback + 2 peer RC QPs ($(qps), baseline $qp0)"
 	base_mr=$(wait_settled 20 mrs)
 
 	# A connector that never authenticates cannot touch any MR of B's.
