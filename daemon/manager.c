@@ -427,6 +427,10 @@ static int select_transport(struct manager *m)
 	}
 	r = rdev_open(cfg->device, cfg->port_num, cfg->cq_depth, &m->rdev, why, sizeof(why));
 	if (r == 0) {
+		if (rdev_cq_room(m->rdev) < cfg->cq_depth)
+			log_warn("cq_depth %u is more than the device's completion queues hold: "
+				 "using %u",
+				 cfg->cq_depth, rdev_cq_room(m->rdev));
 		loopback_size(cfg, rdev_cq_room(m->rdev), &depth, &lanes);
 		r = vlocal_new(m->rdev, depth, lanes, cfg->gid_index, op_verbs_done, &m->vlocal,
 			       why, sizeof(why));

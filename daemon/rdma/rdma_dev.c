@@ -109,6 +109,12 @@ static int alloc_resources(struct rdev *d, uint32_t cq_depth, char *why, size_t 
 		r = vx_create_comp_channel(d->ctx, &d->chan);
 	}
 	if (r == 0) {
+		struct ibv_device_attr da;
+
+		/* More than the device allows: what it allows (rdev_cq_room() says how many). */
+		if (vx_query_device(d->ctx, &da) == 0 && da.max_cqe > 0 &&
+		    cq_depth > (uint32_t)da.max_cqe)
+			cq_depth = (uint32_t)da.max_cqe;
 		what = "ibv_create_cq";
 		r = vx_create_cq(d->ctx, (int)cq_depth, d, d->chan, &d->cq);
 		d->cq_depth = r == 0 ? cq_depth : 0; /* what was asked; the CQ may be bigger */

@@ -144,6 +144,24 @@ ok $rc "local_queue_pairs = 4 x 513 > cq_depth 1024: one loopback QP, a warning,
 [ $rc -eq 0 ] || sed 's/^/# /' "$D/s.log" "$D/spair.out"
 kill -TERM $spid
 wait $spid
+# A completion queue bigger than the device allows (rxe: 32767 entries): as big as it allows.
+B=$D/big
+mkdir "$B"
+printf '[daemon]\nnode_name = g0\nsocket = %s/b.sock\nlisten = none\ntransport = verbs\n' "$B" \
+	>"$D/b.conf"
+printf '[verbs]\ncq_depth = 1048576\n' >>"$D/b.conf"
+"$RPD" --foreground -c "$D/b.conf" >"$D/b.log" 2>&1 &
+bpid=$!
+for _ in $(seq 200); do [ -S "$B/b.sock" ] && break; sleep 0.05; done
+max=$(ibv_devinfo -v 2>/dev/null | sed -n 's/^[[:space:]]*max_cqe:[[:space:]]*\([0-9]*\).*/\1/p' | head -1)
+grep -q "cq_depth 1048576 is more than the device's completion queues hold: using ${max:-none}\$" \
+	"$D/b.log" && grep -q "verbs transport: .*room for" "$D/b.log" &&
+	RDMAPROXY_SOCKET=$B/b.sock "$IO" pair 1048576 >"$D/bpair.out" 2>&1
+rc=$?
+ok $rc "cq_depth = 1048576 > the device's $max: the daemon uses $max, says so, transfers work"
+[ $rc -eq 0 ] || sed 's/^/# /' "$D/b.log" "$D/bpair.out"
+kill -TERM $bpid
+wait $bpid
 [ $fail -eq 0 ] || dump
 echo "1..$n"
 kill "$HANG_WATCH" 2>/dev/null
