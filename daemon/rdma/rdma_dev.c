@@ -117,7 +117,7 @@ static int alloc_resources(struct rdev *d, uint32_t cq_depth, char *why, size_t 
 			cq_depth = (uint32_t)da.max_cqe;
 		what = "ibv_create_cq";
 		r = vx_create_cq(d->ctx, (int)cq_depth, d, d->chan, &d->cq);
-		d->cq_depth = r == 0 ? cq_depth : 0; /* what was asked; the CQ may be bigger */
+		d->cq_depth = r == 0 ? cq_depth : 0; /* asked, clamped; the CQ may be bigger */
 	}
 	if (r == 0) {
 		what = "making the device fds non-blocking";

@@ -462,23 +462,37 @@ static void refusals(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vm
 }
 
 /*
+ * A new one-lane loopback QP for a tear-down case, its ops deferred (posted
+ * by vlocal_flush(), as in the engine's pass), the reports cleared. NULL
+ * (after a failed check) if it does not connect.
+ */
+static struct vlocal *fresh_qp(struct rdev *d)
+{
+	struct vlocal *v = NULL;
+	char why[256];
+	int r = vlocal_new(d, 64, 1, -1, on_done, &v, why, sizeof(why));
+
+	tap_ok(r == 0, "a new loopback QP connects to itself (%s)", r ? why : "ok");
+	if (r)
+		return NULL;
+	memset(reports, 0, sizeof(reports));
+	vlocal_defer(v, true);
+	return v;
+}
+
+/*
  * Freed between the chunks of a big op: the chunks done stay done, so the op
  * is reported once as -EIO (nothing more of it was done), not as -ECANCELED
  * (it did not happen).
  */
 static void free_mid_op(struct rdev *d, struct vmr *ms, struct vmr *md)
 {
-	struct vlocal *v = NULL;
-	char why[256];
+	struct vlocal *v;
 	unsigned spins = 0, base = done_count;
 	int r;
 
-	r = vlocal_new(d, 64, 1, -1, on_done, &v, why, sizeof(why));
-	tap_ok(r == 0, "a new loopback QP connects to itself (%s)", r ? why : "ok");
-	if (r)
+	if (!(v = fresh_qp(d)))
 		return;
-	memset(reports, 0, sizeof(reports));
-	vlocal_defer(v, true);
 	r = vlocal_write(v, ms, 0, md, 0, BIG, FA, (void *)(uintptr_t)16);
 	vlocal_flush(v); /* its first chunks */
 	while (r == 0 && !vlocal_busy(v) && spins++ < 50000000u)
@@ -501,18 +515,13 @@ static void free_mid_op(struct rdev *d, struct vmr *ms, struct vmr *md)
 static void free_unflushable(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr *md,
 			     unsigned char *dst)
 {
-	struct vlocal *v = NULL;
-	char why[256];
+	struct vlocal *v;
 	unsigned i, spins, base = done_count;
-	int r, left, ok = 1;
+	int left, ok = 1;
 
-	r = vlocal_new(d, 64, 1, -1, on_done, &v, why, sizeof(why));
-	tap_ok(r == 0, "a new loopback QP connects to itself (%s)", r ? why : "ok");
-	if (r)
+	if (!(v = fresh_qp(d)))
 		return;
-	memset(reports, 0, sizeof(reports));
 	fill(src, 4096, 55);
-	vlocal_defer(v, true);
 	for (i = 16; i < 24; i++)
 		ok &= vlocal_write(v, ms, 0, md, 0, 4096, FA, (void *)(uintptr_t)i) == 0;
 	vlocal_flush(v); /* one list of 8, its last WR signalled */
@@ -542,17 +551,12 @@ static void free_unflushable(struct rdev *d, struct vmr *ms, unsigned char *src,
  */
 static void free_after_give_up(struct rdev *d, struct vmr *ms, struct vmr *md)
 {
-	struct vlocal *v = NULL;
-	char why[256];
+	struct vlocal *v;
 	unsigned i, base = done_count;
-	int r, left, ok = 1;
+	int left, ok = 1;
 
-	r = vlocal_new(d, 64, 1, -1, on_done, &v, why, sizeof(why));
-	tap_ok(r == 0, "a new loopback QP connects to itself (%s)", r ? why : "ok");
-	if (r)
+	if (!(v = fresh_qp(d)))
 		return;
-	memset(reports, 0, sizeof(reports));
-	vlocal_defer(v, true);
 	for (i = 16; i < 48; i++)
 		ok &= vlocal_write(v, ms, (i - 16) * 64, md, (i - 16) * 64, 64, FA,
 				   (void *)(uintptr_t)i) == 0;
