@@ -48,3 +48,15 @@ wait_steady() {
 		sleep 0.1
 	done
 }
+
+# wait_for SECONDS CMD...: retry CMD (its output discarded) every 50 ms until
+# it succeeds; 1 if it has not by SECONDS. For a state that, once reached,
+# stays (a log line written, a file created).
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		[ $SECONDS -ge "$deadline" ] && return 1
+		sleep 0.05
+	done
+}

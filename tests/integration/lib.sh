@@ -51,16 +51,6 @@ t_done() {
 	[ "$T_FAIL" -eq 0 ]
 }
 
-# wait_for SECONDS CMD...: retry CMD every 50 ms until it succeeds.
-wait_for() {
-	local deadline=$((SECONDS + $1))
-	shift
-	while ! "$@" >/dev/null 2>&1; do
-		[ $SECONDS -ge "$deadline" ] && return 1
-		sleep 0.05
-	done
-}
-
 # write_conf FILE [extra lines...]: a tcp-transport config on private paths.
 write_conf() {
 	local f=$1

@@ -4,7 +4,7 @@
 # its MR table (rdma resource show). Prints TAP. Needs top_builddir.
 set -u
 B=${top_builddir:?}
-. "${top_srcdir:?}/tests/vm/vm-lib.sh"
+. "${top_srcdir:?}/tests/vm/vm-lib.sh" # wait_settled, wait_steady, wait_for
 RPD=$B/daemon/rdmaproxyd
 IO=$B/tests/integration/test-client-io
 D=$(mktemp -d)
@@ -35,7 +35,7 @@ mr0=$(wait_settled 20 mrs)
 qp0=$(wait_settled 20 qps)
 "$RPD" --foreground -c "$D/c.conf" >"$D/log" 2>&1 &
 pid=$!
-for _ in $(seq 200); do [ -S "$D/s.sock" ] && break; sleep 0.05; done
+wait_for 30 grep -q "listening on $D/s.sock" "$D/log"
 export RDMAPROXY_SOCKET=$D/s.sock
 [ "$(qps)" -eq $((qp0 + 3)) ]
 ok $? "the daemon's 3 loopback RC QPs (local_queue_pairs = 3) are listed by rdma resource show qp"
@@ -100,7 +100,7 @@ nonroot() { # nonroot MEMLOCK ARGS...: exec rdmaproxyd as user daemon (run it in
 }
 (nonroot unlimited) >"$D/n.log" 2>&1 &
 npid=$! # the daemon itself: the subshell became it
-for _ in $(seq 200); do [ -S "$N/s.sock" ] && break; sleep 0.05; done
+wait_for 30 grep -q "listening on $N/s.sock" "$D/n.log"
 grep -q "verbs transport (rxe0" "$D/n.log" &&
 	[ "$(awk '/^Uid:/ { print $3 }' /proc/$npid/status)" = "$(id -u daemon)" ] &&
 	grep -q '^CapEff:[[:space:]]*0000000000000000$' /proc/$npid/status
@@ -119,7 +119,7 @@ ok $? "and stops cleanly"
 # With a small limit, a larger registration fails for that client alone.
 (nonroot 16777216) >"$D/n2.log" 2>&1 &
 npid=$!
-for _ in $(seq 200); do [ -S "$N/s.sock" ] && break; sleep 0.05; done
+wait_for 30 grep -q "listening on $N/s.sock" "$D/n2.log"
 RDMAPROXY_SOCKET=$N/s.sock "$IO" regions 1 67108864 >"$D/nreg.out" 2>&1
 grep -q '^allocated=0$' "$D/nreg.out" && ! grep -q '^error=none$' "$D/nreg.out" && kill -0 $npid
 rc=$?
@@ -135,7 +135,7 @@ printf '[daemon]\nnode_name = g0\nsocket = %s/s.sock\nlisten = none\ntransport =
 printf '[verbs]\ncq_depth = 1024\nsend_queue_depth = 512\nlocal_queue_pairs = 4\n' >>"$D/s.conf"
 "$RPD" --foreground -c "$D/s.conf" >"$D/s.log" 2>&1 &
 spid=$!
-for _ in $(seq 200); do [ -S "$S/s.sock" ] && break; sleep 0.05; done
+wait_for 30 grep -q "listening on $S/s.sock" "$D/s.log"
 grep -q "cq_depth 1024 holds 1 loopback QP(s) of 512 WRs, not 4 of 512: raise \[verbs\] cq_depth" \
 	"$D/s.log" && [ "$(qps)" -eq $((qp0 + 1)) ] &&
 	RDMAPROXY_SOCKET=$S/s.sock "$IO" pair 1048576 >"$D/spair.out" 2>&1
@@ -152,7 +152,7 @@ printf '[daemon]\nnode_name = g0\nsocket = %s/b.sock\nlisten = none\ntransport =
 printf '[verbs]\ncq_depth = 1048576\n' >>"$D/b.conf"
 "$RPD" --foreground -c "$D/b.conf" >"$D/b.log" 2>&1 &
 bpid=$!
-for _ in $(seq 200); do [ -S "$B/b.sock" ] && break; sleep 0.05; done
+wait_for 30 grep -q "listening on $B/b.sock" "$D/b.log"
 max=$(ibv_devinfo -v 2>/dev/null | sed -n 's/^[[:space:]]*max_cqe:[[:space:]]*\([0-9]*\).*/\1/p' | head -1)
 grep -q "cq_depth 1048576 is more than the device's completion queues hold: using ${max:-none}\$" \
 	"$D/b.log" && grep -q "verbs transport: .*room for" "$D/b.log" &&

@@ -63,14 +63,6 @@ qps() { rdma resource show qp 2>/dev/null | grep 'comm rdmaproxyd' | grep -c 'ty
 res_are() { [ "$(qps)" -eq "$1" ] && [ "$(mrs)" -eq "$2" ]; }
 counts() { echo "$(qps) $(mrs)"; }
 counts_are() { [ "$(counts)" = "$1" ]; }
-wait_for() { # wait_for SECONDS CMD...
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.1
-	done
-}
 dump() {
 	echo "# --- rdma resource show qp"; rdma resource show qp | diag
 	echo "# --- tc qdisc"; tc qdisc show dev "$DEV" | diag

@@ -47,14 +47,6 @@ dump() {
 	echo "# --- ibv_devinfo"; ibv_devinfo | diag
 	for f in "$D"/*.log; do echo "# --- $f"; tail -n 150 "$f" | diag; done
 }
-wait_for() { # wait_for SECONDS CMD...
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.1
-	done
-}
 
 if [ "$NG" -eq 2 ]; then
 	ADDR[A]=10.99.0.2 ADDR[B]=10.99.0.1
