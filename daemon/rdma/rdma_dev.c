@@ -24,6 +24,8 @@ struct rdev {
 	struct ibv_cq *cq;
 	uint32_t cq_depth, cq_claimed; /* rdev_cq_claim() */
 	unsigned unacked;
+	uint64_t emptied;  /* rdev_cq_emptied() */
+	unsigned draining; /* rdev_cq_drain() calls under way (a handler may drain too) */
 };
 
 static int set_nonblock(int fd)
@@ -261,6 +263,7 @@ int rdev_cq_drain(struct rdev *d)
 	struct ibv_wc wc[CQ_POLL_BATCH];
 	int n, i, total = 0;
 
+	d->draining++;
 	while ((n = vx_poll_cq(d->cq, CQ_POLL_BATCH, wc)) > 0) {
 		for (i = 0; i < n; i++) {
 			struct rdev_wr *w = (struct rdev_wr *)(uintptr_t)wc[i].wr_id;
@@ -270,7 +273,18 @@ int rdev_cq_drain(struct rdev *d)
 		}
 		total += n;
 	}
+	/*
+	 * Only the outermost drain counts: one inside a handler may empty the
+	 * CQ while completions the outer one took are still in its hands.
+	 */
+	if (--d->draining == 0 && n == 0)
+		d->emptied++;
 	return n < 0 ? n : total;
+}
+
+uint64_t rdev_cq_emptied(const struct rdev *d)
+{
+	return d->emptied;
 }
 
 int rdev_cq_take_event(struct rdev *d)

@@ -90,6 +90,11 @@ uint32_t rdev_cq_room(const struct rdev *d);
 int rdev_cq_take_event(struct rdev *d);
 int rdev_cq_arm(struct rdev *d);
 int rdev_cq_drain(struct rdev *d);
+/*
+ * How many times a drain found the CQ empty. Once it has changed since a
+ * moment T, every completion made before T has been handed to its owner.
+ */
+uint64_t rdev_cq_emptied(const struct rdev *d);
 
 /*
  * Read one async event if any: 1 and a description in @desc, 0 if none was

@@ -148,6 +148,13 @@ struct vl_slot {
 	bool fence; /* post_fence()'s WR: no op of ours */
 };
 
+/* A lane's slots from before a reset that followed a give-up (fresh_slots()). */
+struct vl_retired {
+	struct vl_retired *next;
+	struct vl_slot *slots;
+	uint64_t emptied; /* rdev_cq_emptied() right after the reset */
+};
+
 /*
  * One loopback QP (a lane) and its send queue. The device works on
  * different QPs in parallel (rxe: one kernel task per QP), so the flows are
@@ -183,6 +190,8 @@ struct vlane {
 	uint32_t unsignaled;
 	bool broken;
 	bool gave_up; /* give_up_posted() retired WRs: a late completion may name a slot */
+	bool stale;   /* the same, since the QP was last reset (fresh_slots()) */
+	struct vl_retired *retired;
 	unsigned recoveries;
 	uint64_t retry_ns;     /* a failed recovery: none before this (CLOCK_MONOTONIC) */
 	uint64_t posted_bytes; /* payload of the WRs on the send queue */
@@ -317,25 +326,50 @@ static int bring_up(struct vlane *l, uint8_t port)
 
 static void on_wc(struct rdev_wr *w, const struct ibv_wc *wc);
 
+/* @l->depth empty slots for @l's send queue. */
+static struct vl_slot *slots_new(struct vlane *l)
+{
+	struct vl_slot *slots = calloc(l->depth, sizeof(*slots));
+	uint32_t i;
+
+	for (i = 0; slots && i < l->depth; i++) {
+		slots[i].w.done = on_wc;
+		slots[i].l = l;
+	}
+	return slots;
+}
+
+/* Free @l's retired slots that no completion can name any more (all of them: @all). */
+static void retired_free(struct vlane *l, bool all)
+{
+	uint64_t emptied = rdev_cq_emptied(l->v->d);
+	struct vl_retired *r, **pp = &l->retired;
+
+	while ((r = *pp)) {
+		if (all || r->emptied != emptied) {
+			*pp = r->next;
+			free(r->slots);
+			free(r);
+		} else {
+			pp = &r->next;
+		}
+	}
+}
+
 /* Lane @l's QP with @depth send WRs and as much inline data as the device takes. */
 static int lane_new(struct vlane *l, uint32_t depth, char *why, size_t whylen)
 {
 	struct vlocal *v = l->v;
 	struct ibv_qp_init_attr ia = { 0 };
-	uint32_t i;
 	int r;
 
 	l->depth = depth;
-	l->slots = calloc(depth, sizeof(*l->slots));
+	l->slots = slots_new(l);
 	l->wrv = calloc(depth, sizeof(*l->wrv));
 	l->sgev = calloc(depth, sizeof(*l->sgev));
 	if (!l->slots || !l->wrv || !l->sgev) {
 		snprintf(why, whylen, "loopback QP slots: %s", strerror(ENOMEM));
 		return -ENOMEM;
-	}
-	for (i = 0; i < depth; i++) {
-		l->slots[i].w.done = on_wc;
-		l->slots[i].l = l;
 	}
 	ia.send_cq = ia.recv_cq = rdev_cq(v->d);
 	ia.qp_type = IBV_QPT_RC;
@@ -548,7 +582,7 @@ static int to_error(struct vlane *l)
 static void give_up_posted(struct vlane *l)
 {
 	if (l->s_tail != l->s_head)
-		l->gave_up = true;
+		l->gave_up = l->stale = true;
 	while (l->s_tail != l->s_head)
 		retire(l, &l->slots[l->s_tail % l->depth], -ETIMEDOUT);
 }
@@ -647,6 +681,7 @@ struct vlocal *vlocal_free(struct vlocal *v)
 	if (gave_up)
 		rdev_cq_drain(v->d);
 	for (i = 0; i < v->n_lanes; i++) {
+		retired_free(&v->lanes[i], true);
 		free(v->lanes[i].slots);
 		free(v->lanes[i].wrv);
 		free(v->lanes[i].sgev);
@@ -728,21 +763,46 @@ static int wc_status(enum ibv_wc_status s)
 
 static void post_pending(struct vlane *l, bool self);
 
+/*
+ * @l's QP is broken with nothing on its send queue: reset it and bring it
+ * back. If WRs were given up since its last reset (give_up_posted()), a
+ * completion the device made for one of them may still be on the CQ, naming
+ * its slot, and it would retire whatever WR was posted in that slot since as
+ * done. The QP makes no more after the reset, so the new WRs take fresh
+ * slots, and the old ones (all empty: such a completion is ignored) stay
+ * until a drain has emptied the CQ since then.
+ */
 static void recover(struct vlane *l)
 {
 	struct rdev_info info;
+	struct vl_retired *old = NULL;
+	struct vl_slot *slots = NULL;
 	uint64_t now = mono_ns();
 
 	if (now < l->retry_ns)
 		return; /* it failed moments ago: VL_RETRY_NS */
+	retired_free(l, false);
+	if (l->stale && (!(old = malloc(sizeof(*old))) || !(slots = slots_new(l))))
+		goto failed;
 	rdev_query(l->v->d, &info);
-	if (bring_up(l, (uint8_t)info.port) == 0) {
-		l->broken = false;
-		l->recoveries++;
-		l->retry_ns = 0;
-	} else {
-		l->retry_ns = now + VL_RETRY_NS;
+	if (bring_up(l, (uint8_t)info.port) < 0)
+		goto failed;
+	if (old) {
+		old->slots = l->slots;
+		old->emptied = rdev_cq_emptied(l->v->d);
+		old->next = l->retired;
+		l->retired = old;
+		l->slots = slots;
+		l->stale = false;
 	}
+	l->broken = false;
+	l->recoveries++;
+	l->retry_ns = 0;
+	return;
+failed:
+	free(old);
+	free(slots);
+	l->retry_ns = now + VL_RETRY_NS;
 }
 
 static struct vl_flow **flow_slot(struct vlocal *v, const void *key)

@@ -15,7 +15,9 @@
  * injected (vx.h, RP_VX_FAULTS): a post list refused part-way (also with the
  * QP refusing the error state), a queue pair that cannot be brought back
  * (retried at most every 10 ms), and one freed while it refuses the error
- * state (also after WRs were given up). Exits 77 without a device.
+ * state (also after WRs were given up), and a QP brought back after WRs
+ * were given up whose late completion must not retire newer WRs. Exits 77
+ * without a device.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -576,6 +578,51 @@ static void free_after_give_up(struct rdev *d, struct vmr *ms, struct vmr *md)
 	vx_fault_modify = 0;
 }
 
+/*
+ * WRs given up at run time (a list refused at its 21st while the QP refuses
+ * the error state), then the QP brought back and its send queue filled round
+ * to the slot of the one signalled WR among them before the CQ is drained:
+ * the device's completion for that WR must not retire the new WRs. They
+ * write into a read-only MR, so each fails; retired by that completion, they
+ * would be reported OK.
+ */
+static void stale_after_recover(struct rdev *d, struct vmr *ms, struct vmr *md, struct vmr *mro)
+{
+	struct vlocal *v;
+	unsigned i, base = done_count, failed = 0, once = 1;
+	int ok = 1, left;
+
+	if (!(v = fresh_qp(d)))
+		return;
+	for (i = 16; i < 48; i++)
+		ok &= vlocal_write(v, ms, (i - 16) * 64, md, (i - 16) * 64, 64, FA,
+				   (void *)(uintptr_t)i) == 0;
+	vx_fault_post_at = 20;
+	vx_fault_modify = 1;
+	vlocal_flush(v); /* one list of 32: WR 16 (slot 15) signalled */
+	ok &= done_count == base + 32 && vx_fault_modify == 0;
+	usleep(100000); /* the device is done with the 20 it took: WR 16's completion waits */
+	/* 60 more, in slots 20 to 63 and 0 to 15 of the 64-deep queue. */
+	for (i = 48; i < 108; i++)
+		ok &= vlocal_write(v, ms, 0, mro, (i - 48) * 64, 64, FA, (void *)(uintptr_t)i) == 0;
+	for (i = 0; i < 4; i++)
+		vlocal_flush(v); /* lists of at most 32 */
+	ok &= vlocal_recoveries(v) == 1;
+	ok &= wait_done(d, base + 92) == 0;
+	for (i = 48; i < 108; i++) {
+		once &= reports[i] == 1;
+		failed += statuses[i] != 0;
+	}
+	v = vlocal_free(v);
+	left = rdev_cq_drain(d);
+	tap_ok(ok && once && failed == 60 && left == 0,
+	       "WRs given up, the QP brought back, 60 WRs into a read-only MR posted round to "
+	       "the slot of a given-up WR's completion: each reported once, %u of 60 failed, "
+	       "nothing left on the CQ (%d)",
+	       failed, left);
+	vx_fault_modify = 0;
+}
+
 int main(void)
 {
 	unsigned char *src = malloc(BIG), *dst = malloc(BIG), *back = malloc(BIG);
@@ -650,6 +697,7 @@ int main(void)
 	free_mid_op(d, ms, md);
 	free_unflushable(d, ms, src, md, dst);
 	free_after_give_up(d, ms, md);
+	stale_after_recover(d, ms, md, mro);
 	lanes(d, ms, src, md, dst);
 	vmr_dereg(mro);
 	vmr_dereg(mb);
