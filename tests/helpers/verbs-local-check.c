@@ -545,28 +545,46 @@ static void free_unflushable(struct rdev *d, struct vmr *ms, unsigned char *src,
 }
 
 /*
- * A list of 32 small WRITEs refused at its 21st while the QP refuses the
- * error state: the 20 before it are given up (outcome unknown) though the
- * device ran them, and the completion of the 16th (signalled) is left on the
- * CQ. Freed then, that completion must not stay on the CQ naming a freed
- * slot for whoever drains it next.
+ * On a fresh QP (fresh_qp()), a list of 32 WRITEs of 64 KiB (ops 16 to 47)
+ * refused at its 21st while the QP refuses the error state: the 20 before it
+ * are given up (outcome unknown) though the device runs them, and the
+ * completion of the 16th (signalled: 1 MiB since the last, VL_SIGNAL_BYTES)
+ * is left on the CQ, naming slot 15. Returns once those bytes landed.
  */
-static void free_after_give_up(struct rdev *d, struct vmr *ms, struct vmr *md)
+static struct vlocal *give_up_list(struct rdev *d, struct vmr *ms, unsigned char *src,
+				   struct vmr *md, unsigned char *dst, int *ok)
 {
-	struct vlocal *v;
-	unsigned i, base = done_count;
-	int left, ok = 1;
+	const uint64_t len = 64u << 10;
+	unsigned i, spins, base = done_count;
+	struct vlocal *v = fresh_qp(d);
 
-	if (!(v = fresh_qp(d)))
-		return;
+	if (!v)
+		return NULL;
+	vlocal_shared(v, true); /* one list of 32, not capped as a lone session's */
+	fill(src, 32 * len, 66);
 	for (i = 16; i < 48; i++)
-		ok &= vlocal_write(v, ms, (i - 16) * 64, md, (i - 16) * 64, 64, FA,
-				   (void *)(uintptr_t)i) == 0;
+		*ok &= vlocal_write(v, ms, (i - 16) * len, md, (i - 16) * len, len, FA,
+				    (void *)(uintptr_t)i) == 0;
 	vx_fault_post_at = 20;
 	vx_fault_modify = 1;
-	vlocal_flush(v); /* one list of 32: WRs 16 and 32 signalled */
-	ok &= done_count == base + 32 && vx_fault_modify == 0;
-	usleep(100000); /* the device is done with the 20 it took */
+	vlocal_flush(v);
+	*ok &= done_count == base + 32 && vx_fault_modify == 0;
+	for (spins = 0; memcmp(src, dst, 20 * len) && spins < 500; spins++)
+		usleep(10000);
+	usleep(100000); /* and a margin: the device is done with the 20 it took */
+	return v;
+}
+
+/* Freed then, that completion must not stay on the CQ naming a freed slot. */
+static void free_after_give_up(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr *md,
+			       unsigned char *dst)
+{
+	struct vlocal *v;
+	unsigned i;
+	int left, ok = 1;
+
+	if (!(v = give_up_list(d, ms, src, md, dst, &ok)))
+		return;
 	v = vlocal_free(v);
 	left = rdev_cq_drain(d);
 	for (i = 16; i < 48; i++)
@@ -579,34 +597,24 @@ static void free_after_give_up(struct rdev *d, struct vmr *ms, struct vmr *md)
 }
 
 /*
- * WRs given up at run time (a list refused at its 21st while the QP refuses
- * the error state), then the QP brought back and its send queue filled round
- * to the slot of the one signalled WR among them before the CQ is drained:
- * the device's completion for that WR must not retire the new WRs. They
- * write into a read-only MR, so each fails; retired by that completion, they
- * would be reported OK.
+ * The QP brought back after that give-up, and its send queue filled round to
+ * slot 15 before the CQ is drained: the device's completion for the given-up
+ * WR must not retire the new WRs. They write into a read-only MR, so each
+ * fails; retired by that completion, they would be reported OK.
  */
-static void stale_after_recover(struct rdev *d, struct vmr *ms, struct vmr *md, struct vmr *mro)
+static void stale_after_recover(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr *md,
+				unsigned char *dst, struct vmr *mro)
 {
 	struct vlocal *v;
 	unsigned i, base = done_count, failed = 0, once = 1;
 	int ok = 1, left;
 
-	if (!(v = fresh_qp(d)))
+	if (!(v = give_up_list(d, ms, src, md, dst, &ok)))
 		return;
-	for (i = 16; i < 48; i++)
-		ok &= vlocal_write(v, ms, (i - 16) * 64, md, (i - 16) * 64, 64, FA,
-				   (void *)(uintptr_t)i) == 0;
-	vx_fault_post_at = 20;
-	vx_fault_modify = 1;
-	vlocal_flush(v); /* one list of 32: WR 16 (slot 15) signalled */
-	ok &= done_count == base + 32 && vx_fault_modify == 0;
-	usleep(100000); /* the device is done with the 20 it took: WR 16's completion waits */
-	/* 60 more, in slots 20 to 63 and 0 to 15 of the 64-deep queue. */
+	/* 60 more, in slots 20 to 63 and 0 to 15 of the 64-deep queue: one list. */
 	for (i = 48; i < 108; i++)
 		ok &= vlocal_write(v, ms, 0, mro, (i - 48) * 64, 64, FA, (void *)(uintptr_t)i) == 0;
-	for (i = 0; i < 4; i++)
-		vlocal_flush(v); /* lists of at most 32 */
+	vlocal_flush(v);
 	ok &= vlocal_recoveries(v) == 1;
 	ok &= wait_done(d, base + 92) == 0;
 	for (i = 48; i < 108; i++) {
@@ -696,8 +704,8 @@ int main(void)
 	       "freeing the QP with 200 ops queued reports each exactly once");
 	free_mid_op(d, ms, md);
 	free_unflushable(d, ms, src, md, dst);
-	free_after_give_up(d, ms, md);
-	stale_after_recover(d, ms, md, mro);
+	free_after_give_up(d, ms, src, md, dst);
+	stale_after_recover(d, ms, src, md, dst, mro);
 	lanes(d, ms, src, md, dst);
 	vmr_dereg(mro);
 	vmr_dereg(mb);
