@@ -91,8 +91,9 @@ int rdev_cq_take_event(struct rdev *d);
 int rdev_cq_arm(struct rdev *d);
 int rdev_cq_drain(struct rdev *d);
 /*
- * How many times a drain found the CQ empty. Once it has changed since a
- * moment T, every completion made before T has been handed to its owner.
+ * How many times an outermost drain (not one inside a completion handler)
+ * found the CQ empty. Once it has changed since a moment T, every completion
+ * made before T has been handed to its owner.
  */
 uint64_t rdev_cq_emptied(const struct rdev *d);
 

@@ -157,7 +157,7 @@ struct vl_slot {
 	bool fence; /* post_fence()'s WR: no op of ours */
 };
 
-/* A lane's slots from before a reset that followed a give-up (fresh_slots()). */
+/* A lane's slots from before a reset that followed a give-up (recover()). */
 struct vl_retired {
 	struct vl_retired *next;
 	struct vl_slot *slots;
@@ -200,7 +200,7 @@ struct vlane {
 	uint64_t unsignaled_bytes;
 	bool broken;
 	bool gave_up; /* give_up_posted() retired WRs: a late completion may name a slot */
-	bool stale;   /* the same, since the QP was last reset (fresh_slots()) */
+	bool stale;   /* the same, since the QP was last reset (recover()) */
 	struct vl_retired *retired;
 	unsigned recoveries;
 	uint64_t retry_ns;     /* a failed recovery: none before this (CLOCK_MONOTONIC) */
@@ -591,9 +591,11 @@ static int to_error(struct vlane *l)
 /* No completion will come for what is on @l's send queue: its outcome is unknown. */
 static void give_up_posted(struct vlane *l)
 {
-	if (l->s_tail != l->s_head)
+	uint32_t head = l->s_head; /* only these: whatever a done callback did after */
+
+	if (l->s_tail != head)
 		l->gave_up = l->stale = true;
-	while (l->s_tail != l->s_head)
+	while (l->s_tail != head)
 		retire(l, &l->slots[l->s_tail % l->depth], -ETIMEDOUT);
 }
 
@@ -970,10 +972,11 @@ static void on_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 		return;
 	if (wc->status != IBV_WC_SUCCESS)
 		l->broken = true;
-	do {
+	/* Until @s is retired (here, or by whatever a done callback did). */
+	while ((s->op || s->fence) && l->s_head != l->s_tail) {
 		t = &l->slots[l->s_tail % l->depth];
 		retire(l, t, t == s ? wc_status(wc->status) : 0);
-	} while (t != s && l->s_head != l->s_tail);
+	}
 	if (l->v->closing)
 		return;
 	if (l->broken && l->posted == 0 && !l->handed)

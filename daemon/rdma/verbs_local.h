@@ -13,7 +13,9 @@
  * did not give back at vlocal_free()), -EIO (the device would not take it,
  * its queue pair could not be recovered (tried at most every 10 ms), or
  * vlocal_free() came between its chunks: nothing more of it was done; an op
- * of several chunks may have done its first ones).
+ * of several chunks may have done its first ones). The callback must not
+ * call into this module or drain the device's CQ: it runs in the middle of
+ * the bookkeeping of the send queue.
  * Operations that cannot be posted yet (send queue full, queue pair being
  * recovered, a post list capped while one session submits) wait in order
  * within their flow (the caller's key, one per session); waiting flows of a
