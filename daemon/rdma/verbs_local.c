@@ -199,8 +199,7 @@ struct vlane {
 	uint32_t unsignaled; /* WRs and bytes since the last signalled WR */
 	uint64_t unsignaled_bytes;
 	bool broken;
-	bool gave_up; /* give_up_posted() retired WRs: a late completion may name a slot */
-	bool stale;   /* the same, since the QP was last reset (recover()) */
+	bool stale; /* WRs given up since the QP's last reset: a late completion may name a slot */
 	struct vl_retired *retired;
 	unsigned recoveries;
 	uint64_t retry_ns;     /* a failed recovery: none before this (CLOCK_MONOTONIC) */
@@ -594,7 +593,7 @@ static void give_up_posted(struct vlane *l)
 	uint32_t head = l->s_head; /* only these: whatever a done callback did after */
 
 	if (l->s_tail != head)
-		l->gave_up = l->stale = true;
+		l->stale = true;
 	while (l->s_tail != head)
 		retire(l, &l->slots[l->s_tail % l->depth], -ETIMEDOUT);
 }
@@ -639,7 +638,7 @@ struct vlocal *vlocal_free(struct vlocal *v)
 {
 	struct vl_flow *f;
 	struct vl_op *op;
-	bool gave_up = false;
+	bool drain = false;
 	unsigned i;
 
 	if (!v)
@@ -660,7 +659,8 @@ struct vlocal *vlocal_free(struct vlocal *v)
 
 		if (l->qp)
 			flush_posted(l);
-		gave_up |= l->gave_up; /* here or earlier (post_failed()) */
+		/* Given up here or earlier (post_failed()), or slots kept from before a reset. */
+		drain |= l->stale || l->retired;
 	}
 	/* Ops still waiting never reached the device: they did not happen. */
 	for (i = 0; i < VL_FLOW_BUCKETS; i++) {
@@ -690,7 +690,7 @@ struct vlocal *vlocal_free(struct vlocal *v)
 	 * already, so it is ignored), not in whoever drains the CQ next. With
 	 * every WR accounted for by its completion, none of ours can come.
 	 */
-	if (gave_up)
+	if (drain)
 		rdev_cq_drain(v->d);
 	for (i = 0; i < v->n_lanes; i++) {
 		retired_free(&v->lanes[i], true);
