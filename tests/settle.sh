@@ -5,6 +5,24 @@
 # baseline check fail on a healthy daemon.
 # shellcheck shell=bash
 
+# Deadlines are kept in milliseconds of bash 5's EPOCHREALTIME: SECONDS
+# counts whole seconds from a moment that is not ours, so SECONDS + N came
+# anywhere from N - 1 to N seconds later (a 2 s wait ended after ~1.1 s on a
+# busy machine). settle_deadline N sets SETTLE_DEADLINE to N s from now;
+# settle_past says whether it has passed.
+settle_ms() {
+	local t=${EPOCHREALTIME//[!0-9]/} # microseconds, whatever the locale's decimal point
+	SETTLE_MS=$((t / 1000))
+}
+settle_deadline() {
+	settle_ms
+	SETTLE_DEADLINE=$((SETTLE_MS + $1 * 1000))
+}
+settle_past() { # DEADLINE
+	settle_ms
+	[ "$SETTLE_MS" -ge "$1" ]
+}
+
 # wait_settled SECONDS CMD...: run CMD (it prints one value: an fd count, a
 # resource table) every 100 ms until it printed the same value
 # $SETTLE_SAMPLES times in a row (default 5, i.e. half a second), then print
@@ -13,7 +31,9 @@
 # not its confirmation: a value that has begun to repeat is sampled on (a
 # busy machine may need long for the samples themselves).
 wait_settled() {
-	local deadline=$((SECONDS + $1)) v last= same=0
+	local deadline v last='' same=0
+	settle_deadline "$1"
+	deadline=$SETTLE_DEADLINE
 	shift
 	for (( ; ; )); do
 		v=$("$@" 2>/dev/null)
@@ -24,7 +44,7 @@ wait_settled() {
 			last=$v
 		fi
 		[ "$same" -ge "${SETTLE_SAMPLES:-5}" ] && break
-		[ $SECONDS -ge "$deadline" ] && [ "$same" -le 1 ] && echo "$v" && return 1
+		[ "$same" -le 1 ] && settle_past "$deadline" && echo "$v" && return 1
 		sleep 0.1
 	done
 	echo "$v"
@@ -35,7 +55,9 @@ wait_settled() {
 # passing through it. 1 when CMD does not hold by SECONDS, or stops holding
 # after it (a state reached in time is confirmed however long that takes).
 wait_steady() {
-	local deadline=$((SECONDS + $1)) same=0
+	local deadline same=0
+	settle_deadline "$1"
+	deadline=$SETTLE_DEADLINE
 	shift
 	for (( ; ; )); do
 		if "$@" >/dev/null 2>&1; then
@@ -44,7 +66,7 @@ wait_steady() {
 			same=0
 		fi
 		[ "$same" -ge "${SETTLE_SAMPLES:-5}" ] && return 0
-		[ $SECONDS -ge "$deadline" ] && [ "$same" -eq 0 ] && return 1
+		[ "$same" -eq 0 ] && settle_past "$deadline" && return 1
 		sleep 0.1
 	done
 }
@@ -53,10 +75,12 @@ wait_steady() {
 # it succeeds; 1 if it has not by SECONDS. For a state that, once reached,
 # stays (a log line written, a file created).
 wait_for() {
-	local deadline=$((SECONDS + $1))
+	local deadline
+	settle_deadline "$1"
+	deadline=$SETTLE_DEADLINE
 	shift
 	while ! "$@" >/dev/null 2>&1; do
-		[ $SECONDS -ge "$deadline" ] && return 1
+		settle_past "$deadline" && return 1
 		sleep 0.05
 	done
 }
