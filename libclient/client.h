@@ -81,6 +81,7 @@ struct rp_client {
 	uint32_t n_ops;		    /* slots allocated */
 	uint32_t free_op;	    /* index + 1 of the first free slot, 0: none */
 	uint32_t inflight;	    /* slots in use: ops submitted and not yet completed */
+	uint32_t recv_inflight;	    /* of them, posted receives */
 	uint32_t sweep;		    /* daemon gone: the next slot to report */
 	struct rp_region **regions; /* by id - 1 */
 	uint32_t n_regions;

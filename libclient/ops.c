@@ -71,11 +71,13 @@ int ops_track(struct rp_client *c, const struct rp_sqe *q, uint64_t *ret_wire)
 	s->region = (uint16_t)q->region;
 	*ret_wire = (uint64_t)s->gen << 32 | (idx + 1);
 	c->inflight++;
+	c->recv_inflight += s->op == RP_OP_RECV;
 	return 0;
 }
 
 static void slot_free(struct rp_client *c, struct op_slot *s)
 {
+	c->recv_inflight -= s->op == RP_OP_RECV;
 	s->op = 0;
 	s->gen++;
 	c->inflight--;

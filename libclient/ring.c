@@ -535,6 +535,16 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 		return 0;
 	}
 	/*
+	 * Only posted receives are in flight: what this waits for is another
+	 * process's send, and that process may be waiting for this very CPU.
+	 * The engine is idle, so the message is not on its way yet: yield now.
+	 */
+	if (c->relax_polls && c->inflight && c->inflight == c->recv_inflight) {
+		c->relax_still_ns = 0;
+		sched_yield();
+		return 1;
+	}
+	/*
 	 * Time, not calls: a call's `pause` costs from a few nanoseconds to
 	 * microseconds (under emulation), and a spinner that keeps the CPU
 	 * for 32 of them there held it for ~100 us while the peer it waited

@@ -18,7 +18,8 @@
  * are crowded; this program runs on CPU 0 too (crowded mode). The script
  * reads rdmaproxy_client_doorbells_total between the stages; it drives them
  * with one line on stdin each, after this program printed the previous
- * stage's word:
+ * stage's word. Before the first, with only a posted receive in flight,
+ * rp_poll()/rp_relax() pairs must yield at once (recv_only()). The stages:
  *   "batched"  8 writes reaped 3 ms apart, long after each completed, then
  *              64 rp_poll()/rp_relax() pairs with the daemon stopped (by
  *              this program): the script checks that no doorbell was rung
@@ -249,6 +250,42 @@ static void slept_write(struct rp_client *c, struct rp_region *r, struct rp_remo
 }
 
 /*
+ * Crowded, the daemon idle, and only a posted receive in flight: what the
+ * caller waits for is another process's send, so each rp_poll()/rp_relax()
+ * pair yields (but the first, which may see the daemon's work on the receive
+ * itself), not only once the engine has been still for 1 us (back-to-back
+ * calls: that gives one yield per microsecond of them). Then the receive is
+ * cancelled and reaped, so that nothing is left in flight for what follows.
+ */
+static void recv_only(struct rp_client *c, struct rp_region *r)
+{
+	struct rp_endpoint *ep;
+	struct rp_completion comp;
+	unsigned i, yielded = 0;
+	int st, n = 0;
+
+	if ((st = rp_endpoint_bind(c, "relax-recv", &ep)) < 0 ||
+	    (st = rp_post_recv(ep, r, 8192, 64, 900)) < 0)
+		die("receive set-up", st);
+	for (i = 0; i < 64 && n == 0; i++) {
+		n = rp_poll(c, &comp, 1);
+		if (n == 0)
+			yielded += rp_relax(c) == 1;
+	}
+	check(n == 0 && yielded >= 56,
+	      "only a receive in flight: rp_relax() yields at once, %u of 64 calls right after "
+	      "an empty poll",
+	      yielded);
+	if ((st = rp_endpoint_unbind(ep)) < 0)
+		die("rp_endpoint_unbind", st);
+	for (i = 0; i < 5000 && (n = rp_poll(c, &comp, 1)) == 0; i++)
+		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
+	check(n == 1 && comp.cookie == 900 && comp.status == -ECANCELED,
+	      "and it completed with -ECANCELED once unbound (%d, %d)", n,
+	      n == 1 ? comp.status : 0);
+}
+
+/*
  * The CPUs free (the script makes the daemon read one runnable task): quick
  * completions still arm no doorbell per completion, and a client whose waits
  * last milliseconds sleeps, but only once a wait has lasted 32 calls.
@@ -298,6 +335,7 @@ int main(int argc, char **argv)
 		rp_disconnect(c);
 		return failures ? 1 : 0;
 	}
+	recv_only(c, r);
 
 	/*
 	 * First, with no wait measured yet: completions reaped 3 ms apart but
