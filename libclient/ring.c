@@ -423,6 +423,18 @@ RP_EXPORT int rp_set_wait_mode(struct rp_client *c, int mode)
 }
 
 /*
+ * Only posted receives are in flight: what the caller waits for is another
+ * process's send, and while the CPUs are crowded that process may be
+ * waiting for this very CPU. A waiter then yields as soon as the engine has
+ * no work, without the still time that protects a submission the engine is
+ * about to take.
+ */
+static bool recv_only(const struct rp_client *c)
+{
+	return c->inflight && c->inflight == c->recv_inflight;
+}
+
+/*
  * Poll until a completion comes or @until (ns) passes, with `pause` between
  * polls. With @watch (the adaptive wait), give up as soon as the daemon's
  * engine (the ring's daemon_passes) has not moved for STILL_NS: it is asleep
@@ -438,6 +450,7 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 	uint32_t seen = atomic_load_explicit(&info->daemon_passes, memory_order_relaxed);
 	uint32_t worked = atomic_load_explicit(&info->daemon_work, memory_order_relaxed), v;
 	uint64_t now, moved = now_ns(CLOCK_MONOTONIC), busy = moved;
+	bool recv = recv_only(c); /* then no still time before a yield */
 	unsigned polls = 0;
 	int n;
 
@@ -464,7 +477,7 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 		if (v != worked) {
 			worked = v;
 			busy = now;
-		} else if (now - busy > OWNER_STILL_NS &&
+		} else if ((recv || now - busy > OWNER_STILL_NS) &&
 			   atomic_load_explicit(&info->cpus, memory_order_relaxed) !=
 				   RP_CPUS_FREE) {
 			sched_yield();
@@ -534,12 +547,8 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 		c->relax_still_ns = 0;
 		return 0;
 	}
-	/*
-	 * Only posted receives are in flight: what this waits for is another
-	 * process's send, and that process may be waiting for this very CPU.
-	 * The engine is idle, so the message is not on its way yet: yield now.
-	 */
-	if (c->relax_polls && c->inflight && c->inflight == c->recv_inflight) {
+	/* The engine is idle, so the message is not on its way yet: yield now. */
+	if (c->relax_polls && recv_only(c)) {
 		c->relax_still_ns = 0;
 		sched_yield();
 		return 1;
