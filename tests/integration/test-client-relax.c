@@ -276,6 +276,12 @@ static void recv_only(struct rp_client *c, struct rp_region *r)
 	      "only a receive in flight: rp_relax() yields at once, %u of 64 calls right after "
 	      "an empty poll",
 	      yielded);
+	/*
+	 * Not after a poll: ends that wait, so that reaping the cancelled
+	 * receive (an unbind later) does not count as a long wait that would
+	 * make the next stage's rp_relax() sleep.
+	 */
+	rp_relax(c);
 	if ((st = rp_endpoint_unbind(ep)) < 0)
 		die("rp_endpoint_unbind", st);
 	for (i = 0; i < 5000 && (n = rp_poll(c, &comp, 1)) == 0; i++)
