@@ -425,9 +425,11 @@ RP_EXPORT int rp_set_wait_mode(struct rp_client *c, int mode)
 /*
  * Only posted receives are in flight: what the caller waits for is another
  * process's send, and while the CPUs are crowded that process may be
- * waiting for this very CPU. A waiter then yields as soon as the engine has
- * no work, without the still time that protects a submission the engine is
- * about to take.
+ * waiting for this very CPU. A waiter then yields as soon as the engine's
+ * work count stops moving, without the still time that protects a
+ * submission the engine is about to take. (The count is stored once per
+ * pass: a long pass, say one copying into this very receive, looks still
+ * too, and then costs such a waiter a yield per call.)
  */
 static bool recv_only(const struct rp_client *c)
 {
@@ -547,7 +549,7 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 		c->relax_still_ns = 0;
 		return 0;
 	}
-	/* The engine is idle, so the message is not on its way yet: yield now. */
+	/* Only receives in flight and the engine's work count still: see recv_only(). */
 	if (c->relax_polls && recv_only(c)) {
 		c->relax_still_ns = 0;
 		sched_yield();

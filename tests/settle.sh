@@ -8,15 +8,11 @@
 # Deadlines are kept in milliseconds of bash 5's EPOCHREALTIME: SECONDS
 # counts whole seconds from a moment that is not ours, so SECONDS + N came
 # anywhere from N - 1 to N seconds later (a 2 s wait ended after ~1.1 s on a
-# busy machine). settle_deadline N sets SETTLE_DEADLINE to N s from now;
-# settle_past says whether it has passed.
+# busy machine). settle_ms sets SETTLE_MS to the clock; settle_past says
+# whether a deadline on it has passed.
 settle_ms() {
 	local t=${EPOCHREALTIME//[!0-9]/} # microseconds, whatever the locale's decimal point
 	SETTLE_MS=$((t / 1000))
-}
-settle_deadline() {
-	settle_ms
-	SETTLE_DEADLINE=$((SETTLE_MS + $1 * 1000))
 }
 settle_past() { # DEADLINE
 	settle_ms
@@ -32,8 +28,8 @@ settle_past() { # DEADLINE
 # busy machine may need long for the samples themselves).
 wait_settled() {
 	local deadline v last='' same=0
-	settle_deadline "$1"
-	deadline=$SETTLE_DEADLINE
+	settle_ms
+	deadline=$((SETTLE_MS + $1 * 1000))
 	shift
 	for (( ; ; )); do
 		v=$("$@" 2>/dev/null)
@@ -56,8 +52,8 @@ wait_settled() {
 # after it (a state reached in time is confirmed however long that takes).
 wait_steady() {
 	local deadline same=0
-	settle_deadline "$1"
-	deadline=$SETTLE_DEADLINE
+	settle_ms
+	deadline=$((SETTLE_MS + $1 * 1000))
 	shift
 	for (( ; ; )); do
 		if "$@" >/dev/null 2>&1; then
@@ -76,8 +72,8 @@ wait_steady() {
 # stays (a log line written, a file created).
 wait_for() {
 	local deadline
-	settle_deadline "$1"
-	deadline=$SETTLE_DEADLINE
+	settle_ms
+	deadline=$((SETTLE_MS + $1 * 1000))
 	shift
 	while ! "$@" >/dev/null 2>&1; do
 		settle_past "$deadline" && return 1
