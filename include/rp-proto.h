@@ -22,8 +22,12 @@
  * protocol error. Everything else is the same in both.
  */
 #define RP_PROTO_VERSION_MIN 1
-#define RP_PROTO_VERSION_MAX 2
+#ifndef RP_PROTO_VERSION_MAX /* a test build of the daemon speaks an older one \
+				(libclient/local.mk) */
+#define RP_PROTO_VERSION_MAX 3
+#endif
 #define RP_PROTO_VERSION_ACL 2 /* the first with RP_MSG_EXPORT_ACL */
+#define RP_PROTO_VERSION_SEQ 3 /* the first whose ring entries carry their index (rp-ring.h) */
 #define RP_PROTO_MSG_MAX 4096  /* largest packet either side sends */
 #define RP_NAME_MAX 64	       /* node, peer, export and endpoint names, NUL included */
 

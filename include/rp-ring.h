@@ -20,6 +20,14 @@
  * producer - consumer <= entries (rp_ring_count()) and treats anything else
  * as corruption.
  *
+ * From protocol version 3 (RP_PROTO_VERSION_SEQ) each entry also carries
+ * its own index, stored last with a release store: the submission entry's
+ * seq (index + 1) and the completion entry's lap (rp_cqe_lap()). The
+ * consumer polls the entry at its index instead of the producer index, so a
+ * hand-off moves one cache line instead of two; the producer index is still
+ * stored after it (wake-ups and the other side's count of free slots use
+ * it). Before version 3 both are zero.
+ *
  * Wake-ups: a side about to sleep sets its NEED_WAKEUP flag, issues a full
  * fence and re-checks the ring; the other side, after publishing, issues a
  * full fence and rings the eventfd only if the flag is set.
@@ -108,7 +116,8 @@ struct rp_sqe {
 	uint32_t imm;
 	uint16_t opcode; /* enum rp_sqe_op */
 	uint16_t flags;	 /* RP_NOTIFY */
-	uint8_t pad[16];
+	uint32_t seq;	 /* version 3: index + 1, stored last (rp_sqe_seq_store()); else 0 */
+	uint8_t pad[12];
 };
 _Static_assert(sizeof(struct rp_sqe) == 64, "rp_sqe");
 
@@ -118,10 +127,16 @@ struct rp_cqe {
 	uint32_t len;
 	uint32_t imm;
 	int32_t status;
-	uint16_t op;	 /* enum rp_op */
+	/*
+	 * enum rp_op in bits 0-7; version 3: the entry's lap in bits 8-15
+	 * (rp_cqe_lap()), stored last (rp_cqe_op_store()); before: 0.
+	 */
+	uint16_t op;
 	uint16_t region; /* NOTIFY/RECV: region id (ids fit 16 bits: see limits) */
 };
 _Static_assert(sizeof(struct rp_cqe) == 32, "rp_cqe");
+
+#define RP_CQE_OP_MASK 0xffu
 
 /* Everything both sides derive from the info block. */
 struct rp_ring_view {
@@ -172,6 +187,37 @@ static inline int64_t rp_ring_count(uint32_t prod, uint32_t cons, uint32_t entri
 	uint32_t n = prod - cons;
 
 	return n > entries ? -1 : (int64_t)n;
+}
+
+/*
+ * Version 3: the lap bits (8-15 of rp_cqe.op) of completion entry @idx: the
+ * number of times the ring has wrapped before it, plus 1, modulo 256. A
+ * zeroed entry (0) and the entry from the lap before never match.
+ */
+static inline uint16_t rp_cqe_lap(uint32_t idx, uint32_t entries)
+{
+	return (uint16_t)((((idx >> __builtin_ctz(entries)) + 1) & 0xffu) << 8);
+}
+
+/* Version 3: publish a written submission entry / completion entry (release). */
+static inline void rp_sqe_seq_store(struct rp_sqe *e, uint32_t seq)
+{
+	__atomic_store_n(&e->seq, seq, __ATOMIC_RELEASE);
+}
+
+static inline uint32_t rp_sqe_seq_load(const struct rp_sqe *e)
+{
+	return __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+}
+
+static inline void rp_cqe_op_store(struct rp_cqe *e, uint16_t op)
+{
+	__atomic_store_n(&e->op, op, __ATOMIC_RELEASE);
+}
+
+static inline uint16_t rp_cqe_op_load(const struct rp_cqe *e)
+{
+	return __atomic_load_n(&e->op, __ATOMIC_ACQUIRE);
 }
 
 static inline uint32_t rp_ring_load(_Atomic uint32_t *p)

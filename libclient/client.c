@@ -31,6 +31,7 @@ static int map_rings(struct rp_client *c, const int *fds)
 	c->sq_tail = rp_ring_load(&c->v.sq->producer);
 	c->sq_cons = rp_ring_load(&c->v.sq->consumer);
 	c->cq_head = rp_ring_load(&c->v.cq->consumer);
+	c->seq = c->conn.hello.version >= RP_PROTO_VERSION_SEQ;
 	return 0;
 }
 

@@ -65,6 +65,7 @@ struct rp_client {
 	uint32_t sq_tail; /* private producer index */
 	uint32_t sq_cons; /* the daemon's consumer index as last read (ring.c: client_submit) */
 	uint32_t cq_head; /* private consumer index */
+	bool seq;	  /* protocol 3: ring entries carry their index (rp-ring.h) */
 	bool dead;
 	bool fd_user;	     /* rp_fd() was asked for: empty polls must leave the doorbell armed */
 	uint8_t wait_mode;   /* enum rp_wait_mode */

@@ -35,17 +35,26 @@ check_PROGRAMS += tests/integration/test-client-relax
 tests_integration_test_client_relax_SOURCES = tests/integration/test-client-relax.c
 tests_integration_test_client_relax_LDADD = libclient/librdmaproxy.la
 tests_integration_test_client_relax_LDFLAGS = $(AM_LDFLAGS) -no-install
+# The library against a daemon that speaks at most protocol 2 (ring entries
+# without their index: a daemon from before protocol 3), the daemon's
+# sources built with that ceiling.
+check_PROGRAMS += tests/helpers/rdmaproxyd-proto2
+tests_helpers_rdmaproxyd_proto2_SOURCES = $(daemon_rdmaproxyd_SOURCES)
+tests_helpers_rdmaproxyd_proto2_CPPFLAGS = $(AM_CPPFLAGS) -DRP_PROTO_VERSION_MAX=2
+tests_helpers_rdmaproxyd_proto2_CFLAGS = $(daemon_rdmaproxyd_CFLAGS)
+tests_helpers_rdmaproxyd_proto2_LDADD = $(daemon_rdmaproxyd_LDADD)
 TESTS += tests/unit/test-ring \
 	tests/integration/test-client-symbols.sh \
 	tests/integration/test-client-regions.sh \
 	tests/integration/test-client.sh \
 	tests/integration/test-client-death.sh \
 	tests/integration/test-client-relax.sh \
-	tests/integration/test-client-relax-free.sh
+	tests/integration/test-client-relax-free.sh \
+	tests/integration/test-client-proto2.sh
 EXTRA_DIST += tests/integration/test-client-symbols.sh \
 	tests/integration/test-client-regions.sh \
 	tests/integration/test-client.sh \
 	tests/integration/test-client-death.sh \
 	tests/integration/test-client-relax.sh \
-	tests/integration/test-client-relax-free.sh
-
+	tests/integration/test-client-relax-free.sh \
+	tests/integration/test-client-proto2.sh

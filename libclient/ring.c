@@ -175,8 +175,10 @@ int client_submit(struct rp_client *c, const struct rp_sqe *q)
 	if (r < 0)
 		return r;
 	e = &c->v.sqes[c->sq_tail & mask];
-	memcpy(e, q, sizeof(*q));
+	memcpy(e, q, offsetof(struct rp_sqe, seq));
 	e->cookie = wire;
+	/* Protocol 3: the daemon polls the seq; before, it must be 0. */
+	rp_sqe_seq_store(e, c->seq ? c->sq_tail + 1 : 0);
 	c->sq_tail++;
 	rp_ring_store(&c->v.sq->producer, c->sq_tail);
 	if (rp_ring_take_wakeup(c->v.sq, RP_RING_NEED_WAKEUP))
@@ -264,25 +266,39 @@ static void wait_note(struct rp_client *c)
 	c->wait_ns = 0;
 }
 
+/* Is a completion at the consumer index (protocol 3: its lap; before: the producer index)? */
+static bool cq_pending(const struct rp_client *c)
+{
+	if (c->seq)
+		return (rp_cqe_op_load(&c->v.cqes[c->cq_head & (c->v.cq_entries - 1)]) &
+			~RP_CQE_OP_MASK) == rp_cqe_lap(c->cq_head, c->v.cq_entries);
+	return rp_ring_load(&c->v.cq->producer) != c->cq_head;
+}
+
 /*
  * Copy out what is there. A completion that matches no operation of ours
  * stays in the ring and makes this -EPROTO from then on.
  */
 static int reap(struct rp_client *c, struct rp_completion *comps, int max)
 {
-	uint32_t prod = rp_ring_load(&c->v.cq->producer), mask = c->v.cq_entries - 1;
+	uint32_t prod = 0, mask = c->v.cq_entries - 1;
 	struct rp_cqe e;
 	int n = 0, err = 0;
 
-	if (rp_ring_count(prod, c->cq_head, c->v.cq_entries) < 0)
-		return -EPROTO;
-	if (prod == c->cq_head) {
-		/* Empty: fetch the next entry's slot now (see xfer_pending() in the daemon). */
-		__builtin_prefetch(&c->v.cqes[c->cq_head & mask]);
-		return 0;
+	if (!c->seq) {
+		prod = rp_ring_load(&c->v.cq->producer);
+		if (rp_ring_count(prod, c->cq_head, c->v.cq_entries) < 0)
+			return -EPROTO;
+		if (prod == c->cq_head) {
+			/* Empty: fetch the next entry's slot now (see xfer_pending() in the
+			 * daemon). */
+			__builtin_prefetch(&c->v.cqes[c->cq_head & mask]);
+			return 0;
+		}
 	}
-	while (c->cq_head != prod && n < max) {
+	while (n < max && (c->seq ? cq_pending(c) : c->cq_head != prod)) {
 		memcpy(&e, &c->v.cqes[c->cq_head & mask], sizeof(e));
+		e.op &= RP_CQE_OP_MASK;
 		err = to_completion(c, &e, &comps[n]);
 		if (err < 0)
 			break;
@@ -494,7 +510,7 @@ static int relax_sleep(struct rp_client *c)
 
 	arm_flag(c);
 	/* A completion may have raced the flag: take the arming back (no doorbell for it). */
-	if (rp_ring_load(&c->v.cq->producer) != c->cq_head) {
+	if (cq_pending(c)) {
 		rp_ring_take_wakeup(c->v.cq, RP_RING_NEED_WAKEUP);
 		return 0;
 	}

@@ -125,6 +125,7 @@ struct rings {
 	uint32_t cq_tail;     /* daemon's private producer index */
 	uint32_t cq_cons;     /* the client's consumer index as last read (xfer_reserve) */
 	uint32_t cq_reserved; /* promised completions not yet posted */
+	bool seq;	      /* protocol 3: entries carry their index (rp-ring.h) */
 };
 
 struct session {

@@ -126,7 +126,20 @@ void xfer_complete(struct session *s, const struct rp_cqe *cqe)
 	xfer_release(s);
 	if (s->dead || !r->base)
 		return;
-	r->v.cqes[r->cq_tail & (r->v.cq_entries - 1)] = *cqe;
+	if (r->seq) {
+		/* The op and its lap last: the client polls them. */
+		struct rp_cqe *e = &r->v.cqes[r->cq_tail & (r->v.cq_entries - 1)];
+
+		e->cookie = cqe->cookie;
+		e->offset = cqe->offset;
+		e->len = cqe->len;
+		e->imm = cqe->imm;
+		e->status = cqe->status;
+		e->region = cqe->region;
+		rp_cqe_op_store(e, (uint16_t)(cqe->op | rp_cqe_lap(r->cq_tail, r->v.cq_entries)));
+	} else {
+		r->v.cqes[r->cq_tail & (r->v.cq_entries - 1)] = *cqe;
+	}
 	r->cq_tail++;
 	if (!c->batching) {
 		publish(s);

@@ -93,6 +93,7 @@ static int handle_hello(struct session *s, const struct rp_hdr *h, const struct 
 	s->version =
 		req->version_max < RP_PROTO_VERSION_MAX ? req->version_max : RP_PROTO_VERSION_MAX;
 	rep.version = s->version;
+	s->rings.seq = s->version >= RP_PROTO_VERSION_SEQ;
 	rep.client_id = s->id;
 	rep.transport = c->wire_transport;
 	snprintf(rep.node_name, sizeof(rep.node_name), "%s", c->cfg->node_name);

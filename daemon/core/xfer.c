@@ -173,12 +173,33 @@ static void execute(struct session *s, const struct rp_sqe *q)
 		op_end(op, r);
 }
 
-static bool sqe_sane(const struct rp_sqe *q)
+/* @seq: the session's entries carry their index (not checked: it was polled). */
+static bool sqe_sane(const struct rp_sqe *q, bool seq)
 {
 	static const uint8_t zero[sizeof(q->pad)];
 
-	return q->opcode >= RP_SQE_WRITE && q->opcode <= RP_SQE_POST_RECV &&
+	return q->opcode >= RP_SQE_WRITE && q->opcode <= RP_SQE_POST_RECV && (seq || !q->seq) &&
 	       !memcmp(q->pad, zero, sizeof(zero));
+}
+
+/*
+ * Is an entry at the consumer index? Protocol 3: its seq says so (one cache
+ * line); before: the producer index, checked against the ring's size
+ * (-EPROTO when the pair cannot be valid).
+ */
+static int sq_ready(const struct rings *r)
+{
+	if (r->seq)
+		return rp_sqe_seq_load(&r->v.sqes[r->sq_head & (r->v.sq_entries - 1)]) ==
+		       r->sq_head + 1;
+	switch (rp_ring_count(rp_ring_load(&r->v.sq->producer), r->sq_head, r->v.sq_entries)) {
+	case -1:
+		return -EPROTO;
+	case 0:
+		return 0;
+	default:
+		return 1;
+	}
 }
 
 enum drain_result {
@@ -191,15 +212,15 @@ enum drain_result {
 static int drain(struct session *s, unsigned *budget)
 {
 	struct rings *r = &s->rings;
-	uint32_t prod = rp_ring_load(&r->v.sq->producer);
 	struct rp_sqe q;
-	int err = 0;
+	int err = 0, more = 0;
 
-	if (rp_ring_count(prod, r->sq_head, r->v.sq_entries) < 0)
-		return -EPROTO;
-	while (r->sq_head != prod && !s->dead) {
-		if (!*budget)
+	while (!s->dead && *budget) {
+		more = sq_ready(r);
+		if (more <= 0) {
+			err = more;
 			break;
+		}
 		err = xfer_reserve(s);
 		if (err < 0)
 			break;
@@ -213,7 +234,7 @@ static int drain(struct session *s, unsigned *budget)
 		 */
 		rp_ring_store(&r->v.sq->consumer, r->sq_head);
 		(*budget)--;
-		if (!sqe_sane(&q)) {
+		if (!sqe_sane(&q, r->seq)) {
 			err = -EPROTO;
 			break;
 		}
@@ -229,7 +250,7 @@ static int drain(struct session *s, unsigned *budget)
 	}
 	if (err)
 		return err;
-	return r->sq_head != prod || !*budget ? DRAIN_MORE : DRAIN_EMPTY;
+	return more || !*budget ? DRAIN_MORE : DRAIN_EMPTY;
 }
 
 bool xfer_pending(struct session *s)
@@ -238,12 +259,13 @@ bool xfer_pending(struct session *s)
 
 	if (s->dead || !r->base)
 		return false;
-	if (rp_ring_load(&r->v.sq->producer) != r->sq_head)
-		return true;
+	if (sq_ready(r))
+		return true; /* or -EPROTO: drain() says so */
 	/*
 	 * Empty: fetch the slot the next entry goes to, so that when the
 	 * producer index moves, the entry is (likely) here already instead of
-	 * costing a second trip between CPUs after the index.
+	 * costing a second trip between CPUs after the index (protocol 3 polls
+	 * that slot anyway).
 	 */
 	__builtin_prefetch(&r->v.sqes[r->sq_head & (r->v.sq_entries - 1)]);
 	return false;
@@ -256,7 +278,7 @@ bool xfer_arm(struct session *s)
 	if (s->dead || !r->base)
 		return true;
 	rp_ring_arm(r->v.sq, RP_RING_NEED_WAKEUP);
-	if (rp_ring_load(&r->v.sq->producer) == r->sq_head)
+	if (!sq_ready(r))
 		return true;
 	rp_ring_take_wakeup(r->v.sq, RP_RING_NEED_WAKEUP);
 	return false;

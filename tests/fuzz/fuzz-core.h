@@ -66,7 +66,7 @@
 #define FS_RUN_PASS 0x08 /* inside an engine pass: completions published at its end */
 #define FS_RUN_ARM 0x10	 /* then arm the doorbell, as before sleeping */
 #define FS_RAW_PAD 0x08
-#define FS_RAW_LEN 48 /* offsetof(struct rp_sqe, pad) */
+#define FS_RAW_LEN 48 /* offsetof(struct rp_sqe, seq) */
 
 /* A compact entry: small ids and offsets reach the fixture's handles. */
 struct fs_sqe {

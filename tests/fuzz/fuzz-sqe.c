@@ -41,7 +41,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-_Static_assert(FS_RAW_LEN == offsetof(struct rp_sqe, pad), "FS_RAW_LEN");
+_Static_assert(FS_RAW_LEN == offsetof(struct rp_sqe, seq), "FS_RAW_LEN");
 
 struct side {
 	struct th_session *ts; /* NULL once closed (it may be freed) */
@@ -79,7 +79,8 @@ static void build_side(int k)
 	struct th_session *ts = th_session_new(&t, 1000 + k, 1000 + k);
 	uint32_t id = 0;
 
-	check(th_hello(ts) == 0);
+	/* A speaks the newest protocol, B version 2 (ring entries without their index). */
+	check(th_hello_v(ts, RP_PROTO_VERSION_MIN, k ? 2 : RP_PROTO_VERSION_MAX) == 0);
 	expect_id(th_region(ts, 4 * PAGE, &id, NULL), id, FS_REGION_BIG);
 	expect_id(th_region(ts, PAGE, &id, NULL), id, FS_REGION_SMALL);
 	/* The other side's endpoint, one's own, nobody's, one on the peer. */
@@ -192,6 +193,8 @@ static void submit(int k, struct rp_sqe q)
 	owner[q.cookie] = (uint8_t)(k + 1);
 	if (sd->hostile) {
 		/* Whatever the indexes say: a hostile client writes anyway. */
+		if (sd->ts->s.version >= RP_PROTO_VERSION_SEQ)
+			q.seq = r->sq_tail + 1;
 		r->v.sqes[r->sq_tail & (r->v.sq_entries - 1)] = q;
 		rp_ring_store(&r->v.sq->producer, ++r->sq_tail);
 		return;
@@ -202,7 +205,8 @@ static void submit(int k, struct rp_sqe q)
 		return;
 	sd->cookie_at[(r->sq_tail - 1) & (RP_RING_SQ_ENTRIES - 1)] = q.cookie;
 	if (q.opcode < RP_SQE_WRITE || q.opcode > RP_SQE_POST_RECV ||
-	    memcmp(q.pad, zero, sizeof(zero)))
+	    memcmp(q.pad, zero, sizeof(zero)) ||
+	    (q.seq && sd->ts->s.version < RP_PROTO_VERSION_SEQ))
 		sd->insane = true;
 }
 
@@ -544,6 +548,7 @@ static void rewind_side(int k)
 	atomic_store(&r->v.sq->flags, RP_RING_NEED_WAKEUP);
 	atomic_store(&r->v.cq->flags, 0);
 	memset(r->v.sqes, 0, sizeof(*r->v.sqes) * r->v.sq_entries);
+	memset(r->v.cqes, 0, sizeof(*r->v.cqes) * r->v.cq_entries); /* their laps */
 	ts->s.rings.sq_head = ts->s.rings.cq_tail = 0;
 	r->sq_tail = r->cq_head = 0;
 	memset(&sides[k], 0, sizeof(sides[k]));

@@ -553,12 +553,17 @@ int th_submit(struct th_session *ts, const struct rp_sqe *q)
 {
 	struct th_ring *r = &ts->ring;
 	int64_t used = rp_ring_count(r->sq_tail, rp_ring_load(&r->v.sq->consumer), r->v.sq_entries);
+	struct rp_sqe *e;
 
 	if (used < 0)
 		return -EPROTO;
 	if (used == r->v.sq_entries)
 		return -EAGAIN;
-	memcpy(&r->v.sqes[r->sq_tail & (r->v.sq_entries - 1)], q, sizeof(*q));
+	e = &r->v.sqes[r->sq_tail & (r->v.sq_entries - 1)];
+	memcpy(e, q, offsetof(struct rp_sqe, seq));
+	memcpy(e->pad, q->pad, sizeof(e->pad));
+	/* A session of protocol 3 or later polls the seq; before, the caller's is passed on. */
+	rp_sqe_seq_store(e, ts->s.version >= RP_PROTO_VERSION_SEQ ? r->sq_tail + 1 : q->seq);
 	r->sq_tail++;
 	rp_ring_store(&r->v.sq->producer, r->sq_tail);
 	return 0;
@@ -580,12 +585,24 @@ int th_reap(struct th_session *ts, struct rp_cqe *out, int max)
 {
 	struct th_ring *r = &ts->ring;
 	uint32_t prod = rp_ring_load(&r->v.cq->producer);
+	bool seq = ts->s.version >= RP_PROTO_VERSION_SEQ;
 	int n = 0;
 
 	if (rp_ring_count(prod, r->cq_head, r->v.cq_entries) < 0)
 		return -EPROTO;
+	/*
+	 * Published (the producer index) is what both protocols promise; from
+	 * 3 on, each such entry must also carry its lap, and the op is given
+	 * without it.
+	 */
 	while (r->cq_head != prod && n < max) {
-		memcpy(&out[n++], &r->v.cqes[r->cq_head & (r->v.cq_entries - 1)], sizeof(*out));
+		struct rp_cqe *e = &r->v.cqes[r->cq_head & (r->v.cq_entries - 1)];
+		uint16_t lap = rp_cqe_op_load(e) & ~RP_CQE_OP_MASK;
+
+		if (lap != (seq ? rp_cqe_lap(r->cq_head, r->v.cq_entries) : 0))
+			return -EPROTO;
+		memcpy(&out[n], e, sizeof(*out));
+		out[n++].op &= RP_CQE_OP_MASK;
 		r->cq_head++;
 	}
 	if (n)

@@ -576,7 +576,11 @@ static void test_corrupt_consumer(void)
 	th_session_close(c);
 }
 
-/* A client that corrupts its ring ends its session (-EPROTO); what came before completes. */
+/*
+ * A client that corrupts its ring ends its session (-EPROTO); what came
+ * before completes. Protocol 2 (the daemon reads the producer index) and the
+ * newest (each entry carries its index: the producer index is not read).
+ */
 static void test_corrupt(void)
 {
 	static const char *const what[] = {
@@ -585,50 +589,125 @@ static void test_corrupt(void)
 		"opcode 0",
 		"an unknown opcode",
 		"padding set in an entry",
+		"an index set in an entry of protocol 2",
 	};
 	struct th_session *c;
 	struct rp_sqe q;
+	char name[80];
 	uint64_t ck;
+	uint16_t v;
 	int i;
 
-	for (i = 0; i < 5; i++) {
-		c = th_session_new(&t, 1003, 1003);
-		th_hello(c);
-		th_region(c, PAGE, NULL, NULL);
-		q = sqe(RP_SQE_POST_RECV, 1, 0, 5, 0, 1); /* no endpoint 5: a plain error */
-		ck = sub(c, q);
-		switch (i) {
-		case 0:
-			rp_ring_store(&c->ring.v.sq->producer,
-				      c->ring.sq_tail + RP_RING_SQ_ENTRIES);
-			break;
-		case 1:
-			rp_ring_store(&c->ring.v.sq->producer, c->ring.sq_tail - 2);
-			break;
-		case 2:
-			q.opcode = 0;
-			sub(c, q);
-			break;
-		case 3:
-			q.opcode = RP_SQE_POST_RECV + 1;
-			sub(c, q);
-			break;
-		case 4:
-			q.pad[15] = 1;
-			sub(c, q);
-			break;
+	for (v = 2; v <= RP_PROTO_VERSION_MAX; v += RP_PROTO_VERSION_MAX - 2) {
+		for (i = 0; i < 6; i++) {
+			bool seq = v >= RP_PROTO_VERSION_SEQ;
+
+			if (seq && (i < 2 || i == 5))
+				continue; /* the producer index and seq are not checked: below */
+			c = th_session_new(&t, 1003, 1003);
+			th_hello_v(c, RP_PROTO_VERSION_MIN, v);
+			th_region(c, PAGE, NULL, NULL);
+			q = sqe(RP_SQE_POST_RECV, 1, 0, 5, 0, 1); /* no endpoint 5: a plain error */
+			ck = sub(c, q);
+			switch (i) {
+			case 0:
+				rp_ring_store(&c->ring.v.sq->producer,
+					      c->ring.sq_tail + RP_RING_SQ_ENTRIES);
+				break;
+			case 1:
+				rp_ring_store(&c->ring.v.sq->producer, c->ring.sq_tail - 2);
+				break;
+			case 2:
+				q.opcode = 0;
+				sub(c, q);
+				break;
+			case 3:
+				q.opcode = RP_SQE_POST_RECV + 1;
+				sub(c, q);
+				break;
+			case 4:
+				q.pad[sizeof(q.pad) - 1] = 1;
+				sub(c, q);
+				break;
+			case 5:
+				q.seq = 2; /* what protocol 3 would say */
+				sub(c, q);
+				break;
+			}
+			snprintf(name, sizeof(name), "%s (protocol %u)", what[i], v);
+			tap_is_int(th_run(c), -EPROTO, name);
+			if (i >= 2) {
+				tap_ok(reap(c) == 1 && cqs[0].cookie == ck &&
+					       cqs[0].status == -RP_EBADHANDLE,
+				       "the entry before it completed");
+				expected[next_cookie] = 0; /* the bad one gets none */
+			} else {
+				expected[ck] = 0;
+			}
+			th_session_close(c);
 		}
-		tap_is_int(th_run(c), -EPROTO, what[i]);
-		if (i >= 2) {
-			tap_ok(reap(c) == 1 && cqs[0].cookie == ck &&
-				       cqs[0].status == -RP_EBADHANDLE,
-			       "the entry before it completed");
-			expected[next_cookie] = 0; /* the bad one gets none */
-		} else {
-			expected[ck] = 0;
-		}
-		th_session_close(c);
 	}
+}
+
+/*
+ * Protocol 3: the daemon takes an entry when its seq says it is the next
+ * one, whatever the producer index says, and gives each completion entry its
+ * lap; both survive the rings wrapping (th_reap() checks the laps).
+ */
+static void test_entry_index(void)
+{
+	struct th_session *c = th_session_new(&t, 1004, 1004);
+	struct rp_sqe q, *e;
+	unsigned i, done = 0, bad = 0;
+	uint64_t ck;
+	int n;
+
+	th_hello(c);
+	tap_ok(c->s.version >= RP_PROTO_VERSION_SEQ && c->s.rings.seq,
+	       "a new client's session carries the index in its ring entries");
+	th_region(c, PAGE, NULL, NULL);
+	q = sqe(RP_SQE_POST_RECV, 1, 0, 5, 0, 1); /* no endpoint 5: a plain error */
+
+	/* Written and the producer index moved, but the entry still says "not yet". */
+	e = &c->ring.v.sqes[c->ring.sq_tail & (RP_RING_SQ_ENTRIES - 1)];
+	ck = sub(c, q);
+	rp_sqe_seq_store(e, 0);
+	tap_is_int(th_run(c), XFER_EMPTY, "an entry whose seq is not yet its index is not taken");
+	tap_is_int(rp_ring_load(&c->ring.v.sq->consumer), 0, "(the consumer index did not move)");
+	tap_ok(!xfer_pending(&c->s), "nor is it pending");
+	rp_sqe_seq_store(e, c->ring.sq_tail + RP_RING_SQ_ENTRIES); /* a lap ahead */
+	tap_is_int(th_run(c), XFER_EMPTY, "nor one whose seq is a lap ahead");
+	rp_sqe_seq_store(e, c->ring.sq_tail);
+	tap_ok(xfer_pending(&c->s), "its own seq makes it pending");
+	tap_ok(th_run(c) >= 0 && reap(c) == 1 && cqs[0].cookie == ck &&
+		       cqs[0].status == -RP_EBADHANDLE && cqs[0].op == RP_OP_RECV,
+	       "and it is taken and completed");
+
+	/* Around both rings several times, in uneven batches. */
+	for (i = 0; i < 3 * RP_RING_CQ_ENTRIES + 7; i += 5) {
+		unsigned k;
+
+		for (k = 0; k < 5; k++)
+			if (!sub(c, q))
+				bad++;
+		if (th_run(c) < 0)
+			bad++;
+		while ((n = reap(c)) > 0)
+			for (k = 0; k < (unsigned)n; k++)
+				done += cqs[k].status == -RP_EBADHANDLE && cqs[k].op == RP_OP_RECV;
+		if (n < 0)
+			bad++;
+	}
+	tap_ok(!bad && done == i,
+	       "%u entries around the rings: each taken once, each completion "
+	       "with its lap (%u completed, %u errors)",
+	       i, done, bad);
+	tap_is_int(rp_cqe_lap(RP_RING_CQ_ENTRIES * 255, RP_RING_CQ_ENTRIES), 0,
+		   "the lap wraps to 0 after 255");
+	tap_ok(rp_cqe_lap(RP_RING_CQ_ENTRIES * 255 + 5, RP_RING_CQ_ENTRIES) !=
+		       rp_cqe_lap(RP_RING_CQ_ENTRIES * 254 + 5, RP_RING_CQ_ENTRIES),
+	       "where it still differs from the lap before");
+	th_session_close(c);
 }
 
 static uint32_t open_far(struct th_session *ts, const char *name, uint64_t inc, uint64_t id)
@@ -809,6 +888,7 @@ int main(void)
 	test_inflight();
 	test_stall();
 	test_corrupt();
+	test_entry_index();
 	test_corrupt_consumer();
 	test_peer_ops();
 	test_teardown();
