@@ -191,8 +191,9 @@ static inline int64_t rp_ring_count(uint32_t prod, uint32_t cons, uint32_t entri
 
 /*
  * Version 3: the lap bits (8-15 of rp_cqe.op) of completion entry @idx: the
- * number of times the ring has wrapped before it, plus 1, modulo 256. A
- * zeroed entry (0) and the entry from the lap before never match.
+ * number of times the ring has wrapped before it, plus 1, modulo 256. The
+ * slot holds the entry of the lap before (or, in the first lap, zeroes),
+ * which never matches; the index wraps at 2^32, a multiple of 256 laps.
  */
 static inline uint16_t rp_cqe_lap(uint32_t idx, uint32_t entries)
 {

@@ -192,10 +192,12 @@ struct core {
 	/*
 	 * While the engine runs a pass, completions are written but published
 	 * (producer index, doorbell) once per session at the end of the pass:
-	 * core_publish(). Otherwise each is published at once.
+	 * core_publish(). Otherwise each is published at once. (A client of
+	 * protocol 3 sees each entry as soon as it is written: rp-ring.h.)
 	 */
 	bool batching;
 	struct session *dirty, *dirty_tail; /* in the order they were first written to */
+	unsigned dirty_legacy;		    /* of them, sessions of protocol 1-2 */
 };
 
 int core_new(const struct config *cfg, const struct core_glue_ops *glue, struct core **ret);

@@ -130,6 +130,13 @@ void xfer_complete(struct session *s, const struct rp_cqe *cqe)
 		/* The op and its lap last: the client polls them. */
 		struct rp_cqe *e = &r->v.cqes[r->cq_tail & (r->v.cq_entries - 1)];
 
+		/*
+		 * Visible at once, so what was written before it must be too:
+		 * an exporter of protocol 1-2 sees its notification only once
+		 * published, and the writer must not see OK before that.
+		 */
+		if (c->dirty_legacy)
+			core_publish(c);
 		e->cookie = cqe->cookie;
 		e->offset = cqe->offset;
 		e->len = cqe->len;
@@ -152,6 +159,7 @@ void xfer_complete(struct session *s, const struct rp_cqe *cqe)
 	 */
 	if (!s->dirty) {
 		s->dirty = true;
+		c->dirty_legacy += !r->seq;
 		s->dirty_next = NULL;
 		if (c->dirty_tail)
 			c->dirty_tail->dirty_next = s;
@@ -166,6 +174,7 @@ void core_publish(struct core *c)
 	struct session *s;
 
 	c->dirty_tail = NULL;
+	c->dirty_legacy = 0;
 	while ((s = c->dirty)) {
 		c->dirty = s->dirty_next;
 		s->dirty = false;

@@ -212,15 +212,21 @@ enum drain_result {
 static int drain(struct session *s, unsigned *budget)
 {
 	struct rings *r = &s->rings;
+	uint32_t prod = 0;
 	struct rp_sqe q;
-	int err = 0, more = 0;
+	bool more = false;
+	int err = 0;
 
+	if (!r->seq) {
+		/* Before protocol 3: up to the producer index as it is now. */
+		prod = rp_ring_load(&r->v.sq->producer);
+		if (rp_ring_count(prod, r->sq_head, r->v.sq_entries) < 0)
+			return -EPROTO;
+	}
 	while (!s->dead && *budget) {
-		more = sq_ready(r);
-		if (more <= 0) {
-			err = more;
+		more = r->seq ? sq_ready(r) > 0 : r->sq_head != prod;
+		if (!more)
 			break;
-		}
 		err = xfer_reserve(s);
 		if (err < 0)
 			break;

@@ -293,12 +293,29 @@ static void test_doorbells(void)
 	reap(b);
 }
 
-/* In a pass of the engine, completions become visible at its end, in order. */
+/* Completion entry @idx of @ts carries its lap (protocol 3: the client may take it). */
+static bool lap_seen(struct th_session *ts, uint32_t idx)
+{
+	const struct rp_ring_view *v = &ts->ring.v;
+
+	return (rp_cqe_op_load(&v->cqes[idx & (v->cq_entries - 1)]) & ~RP_CQE_OP_MASK) ==
+	       rp_cqe_lap(idx, v->cq_entries);
+}
+
+/*
+ * In a pass of the engine, producer indexes move at its end, in the order
+ * the sessions were written to; a protocol-3 client sees each entry as soon
+ * as it is written. Either way the exporter can see a notification before
+ * the writer sees the write's completion, also when only the writer speaks
+ * protocol 3.
+ */
 static void test_batching(void)
 {
 	struct rp_sqe q = sqe(RP_SQE_WRITE, ra, 0, h_rw, 0, 8);
 	uint32_t pa0 = rp_ring_load(&a->ring.v.cq->producer);
 	uint32_t pb0 = rp_ring_load(&b->ring.v.cq->producer);
+	struct th_session *x;
+	uint32_t rx = 0, hx = 0, px0;
 	uint64_t ck;
 
 	q.flags = RP_NOTIFY;
@@ -307,7 +324,9 @@ static void test_batching(void)
 	tap_is_int(xfer_run(&a->s), XFER_EMPTY, "a notified WRITE in a pass");
 	tap_ok(rp_ring_load(&a->ring.v.cq->producer) == pa0 &&
 		       rp_ring_load(&b->ring.v.cq->producer) == pb0,
-	       "neither completion is visible before the pass ends");
+	       "neither producer index moves before the pass ends");
+	tap_ok(lap_seen(b, pb0) && lap_seen(a, pa0),
+	       "protocol 3: both entries carry their lap (the notification was written first)");
 	tap_ok(t.core->dirty == &b->s && b->s.dirty_next == &a->s && !a->s.dirty_next,
 	       "the exporter's notification is published first");
 	core_publish(t.core);
@@ -318,6 +337,30 @@ static void test_batching(void)
 	       "core_publish() makes both visible");
 	tap_ok(reap(a) == 1 && cqs[0].cookie == ck && reap(b) == 1 && cqs[0].op == RP_OP_NOTIFY,
 	       "each once");
+
+	/* The exporter speaks protocol 2: it sees the notification only once published. */
+	x = th_session_new(&t, 1001, 1001);
+	if (th_hello_v(x, RP_PROTO_VERSION_MIN, 2) || th_region(x, PAGE, &rx, NULL) ||
+	    th_export_for(x, rx, RP_ACCESS_REMOTE_WRITE, "x.old", 1000) ||
+	    th_remote_open(a, "", "x.old", &hx))
+		abort();
+	pa0 = rp_ring_load(&a->ring.v.cq->producer);
+	px0 = rp_ring_load(&x->ring.v.cq->producer);
+	q = sqe(RP_SQE_WRITE, ra, 0, hx, 0, 8);
+	q.flags = RP_NOTIFY;
+	ck = sub(a, q);
+	t.core->batching = true;
+	tap_is_int(xfer_run(&a->s), XFER_EMPTY, "a notified WRITE to an exporter of protocol 2");
+	tap_ok(!lap_seen(a, pa0) || rp_ring_load(&x->ring.v.cq->producer) == px0 + 1,
+	       "the writer (protocol 3) sees its completion only once the exporter's "
+	       "notification is published");
+	core_publish(t.core);
+	t.core->batching = false;
+	tap_ok(reap(a) == 1 && cqs[0].cookie == ck && cqs[0].status == 0 && reap(x) == 1 &&
+		       cqs[0].op == RP_OP_NOTIFY,
+	       "each once");
+	th_remote_close(a, hx);
+	th_session_close(x);
 }
 
 static void test_send_recv(void)
