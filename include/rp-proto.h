@@ -22,8 +22,8 @@
  * protocol error. Everything else is the same in both.
  */
 #define RP_PROTO_VERSION_MIN 1
-#ifndef RP_PROTO_VERSION_MAX /* a test build of the daemon speaks an older one \
-				(libclient/local.mk) */
+/* A test build of the daemon speaks an older one (libclient/local.mk). */
+#ifndef RP_PROTO_VERSION_MAX
 #define RP_PROTO_VERSION_MAX 3
 #endif
 #define RP_PROTO_VERSION_ACL 2 /* the first with RP_MSG_EXPORT_ACL */

@@ -221,6 +221,12 @@ static inline uint16_t rp_cqe_op_load(const struct rp_cqe *e)
 	return __atomic_load_n(&e->op, __ATOMIC_ACQUIRE);
 }
 
+/* Version 3: does @e, the slot of completion @idx, hold that entry yet (its lap)? */
+static inline bool rp_cqe_ready(const struct rp_cqe *e, uint32_t idx, uint32_t entries)
+{
+	return (rp_cqe_op_load(e) & ~RP_CQE_OP_MASK) == rp_cqe_lap(idx, entries);
+}
+
 static inline uint32_t rp_ring_load(_Atomic uint32_t *p)
 {
 	return atomic_load_explicit(p, memory_order_acquire);

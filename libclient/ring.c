@@ -270,8 +270,8 @@ static void wait_note(struct rp_client *c)
 static bool cq_pending(const struct rp_client *c)
 {
 	if (c->seq)
-		return (rp_cqe_op_load(&c->v.cqes[c->cq_head & (c->v.cq_entries - 1)]) &
-			~RP_CQE_OP_MASK) == rp_cqe_lap(c->cq_head, c->v.cq_entries);
+		return rp_cqe_ready(&c->v.cqes[c->cq_head & (c->v.cq_entries - 1)], c->cq_head,
+				    c->v.cq_entries);
 	return rp_ring_load(&c->v.cq->producer) != c->cq_head;
 }
 
@@ -290,8 +290,7 @@ static int reap(struct rp_client *c, struct rp_completion *comps, int max)
 		if (rp_ring_count(prod, c->cq_head, c->v.cq_entries) < 0)
 			return -EPROTO;
 		if (prod == c->cq_head) {
-			/* Empty: fetch the next entry's slot now (see xfer_pending() in the
-			 * daemon). */
+			/* Empty: fetch the next entry's slot now (xfer_pending() in the daemon). */
 			__builtin_prefetch(&c->v.cqes[c->cq_head & mask]);
 			return 0;
 		}

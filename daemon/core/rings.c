@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -137,11 +139,7 @@ void xfer_complete(struct session *s, const struct rp_cqe *cqe)
 		 */
 		if (c->dirty_legacy)
 			core_publish(c);
-		e->cookie = cqe->cookie;
-		e->offset = cqe->offset;
-		e->len = cqe->len;
-		e->imm = cqe->imm;
-		e->status = cqe->status;
+		memcpy(e, cqe, offsetof(struct rp_cqe, op));
 		e->region = cqe->region;
 		rp_cqe_op_store(e, (uint16_t)(cqe->op | rp_cqe_lap(r->cq_tail, r->v.cq_entries)));
 	} else {

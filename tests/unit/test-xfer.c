@@ -298,8 +298,7 @@ static bool lap_seen(struct th_session *ts, uint32_t idx)
 {
 	const struct rp_ring_view *v = &ts->ring.v;
 
-	return (rp_cqe_op_load(&v->cqes[idx & (v->cq_entries - 1)]) & ~RP_CQE_OP_MASK) ==
-	       rp_cqe_lap(idx, v->cq_entries);
+	return rp_cqe_ready(&v->cqes[idx & (v->cq_entries - 1)], idx, v->cq_entries);
 }
 
 /*
