@@ -26,7 +26,7 @@ struct engine_ent {
 	uint64_t work_ns, gap_ns; /* when it last had work; the usual time between (engine.c) */
 	uint64_t window_ns; /* how long after its last work its ring stays polled (had_work) */
 	uint32_t pub_passes, pub_work; /* what its ring's info says (engine.c: publish) */
-	uint32_t pub_cpus;
+	uint32_t pub_cpus, pub_cpu;
 	uint32_t epoch; /* the engine's epoch in which it last had work (engine.c) */
 	bool hot;
 };

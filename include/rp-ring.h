@@ -87,7 +87,16 @@ struct rp_ring_info {
 	 * waits for (the daemon may be waiting for a client too) needs a CPU.
 	 */
 	_Atomic uint32_t daemon_work;
-	uint8_t reserved[28];
+	/*
+	 * Stored with daemon_passes: 1 + the CPU the engine's thread last ran
+	 * on (sampled every few microseconds while it runs); 0: not known (a
+	 * daemon that does not say). A client whose wait the engine's work is
+	 * about to end may spin while the engine is still (inside a long device
+	 * call) only if the engine runs on another CPU: on its own, it would
+	 * take the CPU the engine waits for.
+	 */
+	_Atomic uint32_t engine_cpu;
+	uint8_t reserved[24];
 };
 _Static_assert(sizeof(struct rp_ring_info) == 64, "rp_ring_info");
 

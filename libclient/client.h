@@ -71,9 +71,12 @@ struct rp_client {
 	uint8_t wait_mode;   /* enum rp_wait_mode */
 	uint32_t spin_ns;    /* rp_wait()'s current spin before sleeping (adaptive) */
 	uint32_t relax_seen; /* rp_relax(): the engine's count of busy passes it last saw */
-	uint64_t relax_still_ns; /* rp_relax(): engine first seen still (0: not yet) */
-	bool poll_empty;	 /* the last rp_poll() found nothing */
-	uint32_t relax_polls;	 /* rp_relax(): calls in a row right after an empty rp_poll() */
+	uint64_t relax_still_ns;     /* rp_relax(): engine first seen still (0: not yet) */
+	uint32_t relax_still_passes; /* rp_relax(): the engine's pass count then */
+	/* rp_relax(): how long its last yield took, if long, until the next submission */
+	uint64_t resume_ns;
+	bool poll_empty;      /* the last rp_poll() found nothing */
+	uint32_t relax_polls; /* rp_relax(): calls in a row right after an empty rp_poll() */
 	/* rp_relax(): when its current wait for a completion began (0: none); the usual wait */
 	uint64_t wait_ns, wait_avg_ns;
 	bool relaxed;		/* the last call was an rp_relax() in such a wait */

@@ -42,6 +42,9 @@
  *              continues the daemon,
  *              says go and, after this program ended, checks that exactly
  *              one doorbell was rung for that write
+ * and last, on its own (resume_stage()): after a long yield, a spin on a
+ * flag waits longer before it yields again while the engine is still on
+ * another CPU, but not after a submission, nor on the engine's own CPU.
  * Then PASS/FAIL lines for what this side saw, exit 0 if all held.
  */
 #include <errno.h>
@@ -53,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "rdmaproxy.h"
@@ -291,6 +295,111 @@ static void recv_only(struct rp_client *c, struct rp_region *r)
 	      n == 1 ? comp.status : 0);
 }
 
+/* Run on @cpu only. */
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		die("sched_setaffinity", -errno);
+}
+
+/*
+ * With the daemon stopped: rp_relax() calls with no poll between (a spin on
+ * a flag) until one yields and that yield takes 1 ms or more (another task
+ * ran on this CPU), then on until the next yield (5 s at most). Returns how
+ * long after the long yield that one came, in microseconds (-1: none).
+ */
+static long gap_after_long_yield(struct rp_client *c, bool submit_between, struct rp_region *r,
+				 struct rp_remote *self, uint64_t cookie)
+{
+	struct timespec t0, t;
+	long took;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (rp_relax(c) == 1 && (took = since_ns(&t)) >= 1000000L)
+			break;
+		if (since_ns(&t0) > 5000000000L)
+			return -1;
+	}
+	if (submit_between)
+		submit(c, r, self, cookie);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	while (rp_relax(c) != 1)
+		if (since_ns(&t) > 5000000000L)
+			return -1;
+	return since_ns(&t) / 1000L;
+}
+
+/*
+ * rp_relax() in a spin on a flag, after a yield that took long (another task
+ * ran here), nothing submitted since and the engine still on another CPU
+ * (the daemon stopped, as in the middle of a long device call): it waits up
+ * to as long as that yield took (at most 100 us) before it yields again,
+ * not 1 us; after a submission, or with the engine on its own CPU, 1 us
+ * again. This program runs on CPU 1 (with the script's busy loop, which a
+ * yield hands the CPU to), the daemon on CPU 0.
+ */
+static void resume_stage(struct rp_client *c, struct rp_region *r, struct rp_remote *self)
+{
+	long gap, fast = 0, slow = LONG_MAX, g;
+	unsigned i;
+	pid_t kid;
+	int st;
+
+	pin(1);
+	/* The engine has run since it was continued: it has said which CPU it is on. */
+	submit(c, r, self, 4000);
+	st = reap_one(c, 4000, false);
+	if (st < 0)
+		die("resume stage: write", st);
+	if (kill(daemon_pid, SIGSTOP) < 0)
+		die("SIGSTOP", -errno);
+	for (i = 0; i < 4; i++) {
+		g = gap_after_long_yield(c, false, r, self, 0);
+		if (g < slow)
+			slow = g;
+	}
+	check(slow >= 50,
+	      "after a long yield, nothing submitted, the engine still on another CPU: the next "
+	      "yield came >= 50 us later (shortest of 4: %ld us)",
+	      slow);
+	for (i = 0; i < 8; i++) {
+		g = gap_after_long_yield(c, true, r, self, 4100 + i);
+		fast += g >= 0 && g < 30;
+	}
+	check(fast > 0, "after a submission: within 30 us (%ld of 8 times)", fast);
+	/* On the engine's CPU, with another task there to make a yield long. */
+	kid = fork();
+	if (kid < 0)
+		die("fork", -errno);
+	if (kid == 0) {
+		pin(0);
+		for (;;)
+			;
+	}
+	pin(0);
+	for (i = 0, fast = 0; i < 8; i++) {
+		gap = gap_after_long_yield(c, false, r, self, 0);
+		fast += gap >= 0 && gap < 30;
+	}
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	check(fast > 0, "on the engine's own CPU: within 30 us (%ld of 8 times)", fast);
+	if (kill(daemon_pid, SIGCONT) < 0)
+		die("SIGCONT", -errno);
+	for (i = 0; i < 8; i++) {
+		st = reap_one(c, 4100 + i, false);
+		if (st < 0)
+			break;
+	}
+	check(st == 0, "the writes submitted meanwhile completed: %s", rp_strerror(st));
+}
+
 /*
  * The CPUs free (the script makes the daemon read one runnable task): quick
  * completions still arm no doorbell per completion, and a client whose waits
@@ -392,6 +501,7 @@ int main(int argc, char **argv)
 	stage("reaped");
 
 	slept_write(c, r, self, 1);
+	resume_stage(c, r, self);
 	rp_disconnect(c);
 	return failures ? 1 : 0;
 }

@@ -6,7 +6,9 @@
 # completion (librdmaproxy(3), rp_relax). The daemon and the client run on
 # CPU 0 and a busy loop on CPU 1, so that the daemon counts more runnable
 # tasks than its CPUs and says so to its clients; test-client-relax drives the stages and the
-# daemon's rdmaproxy_client_doorbells_total is read between them.
+# daemon's rdmaproxy_client_doorbells_total is read between them. Last, the
+# helper checks on its own how long a spin on a flag waits before it yields
+# again after a long yield (RELAX_RESUME_MIN_NS in libclient/ring.c).
 . "$(dirname "$0")/lib.sh"
 
 RELAX="$top_builddir/tests/integration/test-client-relax"
