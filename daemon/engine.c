@@ -65,8 +65,6 @@
 #define CLOCK_PASSES 16u
 /* A client's ring says the engine is running at least once per this many passes. */
 #define PUBLISH_PASSES 8u
-/* Ticks between two looks at the CPU the engine runs on (rp_ring_info.engine_cpu). */
-#define CPU_TICKS 64u
 /* An idle spin reads the clock once every this many passes while it only pauses. */
 #define IDLE_CLOCK_PASSES 4u
 /* Idle passes spent with `pause` before each further one yields the CPU, if crowded. */
@@ -120,7 +118,6 @@ struct engine {
 	struct cpuload load;
 	uint32_t cpus;	   /* RP_CPUS_FREE or RP_CPUS_CROWDED, as last sampled */
 	uint32_t cpu;	   /* 1 + the CPU this thread ran on, as last sampled (0: not known) */
-	uint32_t ticks;	   /* calls of tick() */
 	uint64_t epoch_at; /* when the current epoch began (SHARED_EPOCH_NS) */
 	uint32_t epoch;
 	unsigned epoch_sessions, last_sessions; /* sessions with work in it, in the last */
@@ -139,11 +136,8 @@ static void tick(struct engine *e)
 
 	e->now = mono_ns();
 	e->cpus = cpuload_crowded(&e->load, e->now) ? RP_CPUS_CROWDED : RP_CPUS_FREE;
-	/* Every CPU_TICKS-th tick, and at the first of each run(). */
-	if (e->ticks++ % CPU_TICKS == 0) {
-		cpu = sched_getcpu();
-		e->cpu = cpu >= 0 ? (uint32_t)cpu + 1 : 0;
-	}
+	cpu = sched_getcpu(); /* rseq: a load */
+	e->cpu = cpu >= 0 ? (uint32_t)cpu + 1 : 0;
 	if (e->now - e->epoch_at >= SHARED_EPOCH_NS) {
 		/* After a sleep of more than an epoch the last one saw nothing. */
 		e->last_sessions =
@@ -226,7 +220,6 @@ static void woken(struct engine *e)
 	if (!e->asleep)
 		return;
 	e->asleep = false;
-	e->ticks = 0; /* it may wake up on another CPU */
 	tick(e);
 	gap = e->now - e->slept_at;
 	e->st.wakeups++;

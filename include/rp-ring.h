@@ -68,7 +68,8 @@ struct rp_ring_info {
 	 * it changed): a waiting client spins only while it moves,
 	 * since spinning pays only while the party it waits for is running.
 	 * Still: the daemon is asleep or descheduled, and the client should
-	 * sleep rather than take a CPU the daemon may need.
+	 * sleep rather than take a CPU the daemon may need (or it is inside a
+	 * long call, a device's post: see engine_cpu).
 	 */
 	_Atomic uint32_t daemon_passes;
 	/*
@@ -88,12 +89,12 @@ struct rp_ring_info {
 	 */
 	_Atomic uint32_t daemon_work;
 	/*
-	 * Stored with daemon_passes: 1 + the CPU the engine's thread last ran
-	 * on (sampled every few microseconds while it runs); 0: not known (a
-	 * daemon that does not say). A client whose wait the engine's work is
-	 * about to end may spin while the engine is still (inside a long device
-	 * call) only if the engine runs on another CPU: on its own, it would
-	 * take the CPU the engine waits for.
+	 * Stored with daemon_passes: 1 + the CPU the engine's thread ran on
+	 * when it last read its clock (every few passes, and on waking up); 0:
+	 * not known (a daemon that does not say). A client that waits for data
+	 * a device call may be delivering spins through a still engine only if
+	 * the engine is on another CPU: on its own, it would take the CPU the
+	 * engine waits for (librdmaproxy's RELAX_RESUME_MIN_NS).
 	 */
 	_Atomic uint32_t engine_cpu;
 	uint8_t reserved[24];

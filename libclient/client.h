@@ -73,8 +73,8 @@ struct rp_client {
 	uint32_t relax_seen; /* rp_relax(): the engine's count of busy passes it last saw */
 	uint64_t relax_still_ns;     /* rp_relax(): engine first seen still (0: not yet) */
 	uint32_t relax_still_passes; /* rp_relax(): the engine's pass count then */
-	/* rp_relax(): how long its last yield took, if long, until the next submission */
-	uint64_t resume_ns;
+	/* rp_relax(): until when a spin on a flag may wait longer (RELAX_RESUME_MIN_NS; 0: not) */
+	uint64_t resume_end_ns;
 	bool poll_empty;      /* the last rp_poll() found nothing */
 	uint32_t relax_polls; /* rp_relax(): calls in a row right after an empty rp_poll() */
 	/* rp_relax(): when its current wait for a completion began (0: none); the usual wait */

@@ -72,19 +72,24 @@
  */
 #define RELAX_FREE_CALLS 32u
 /*
- * A caller of rp_relax() that spins on something other than completions (a
- * flag in a region: no rp_poll() between its calls) yielded, the yield took
- * RELAX_RESUME_MIN_NS or more (another task ran here), and it has submitted
- * nothing since. While the engine then makes no passes, on another CPU (in
- * a device call: rxe delivers a write's data inside its post call, about
- * halfway through), it spins on for up to as long as that yield took (at
- * most RELAX_RESUME_MAX_NS), not RELAX_STILL_NS: what it waits for is most
- * likely that call's data, and yielding costs it about that time again.
- * Guest, write ping-pong: a client that yielded just before the data
- * landed paid a second pair of process switches per half round trip (~45
- * us instead of ~25) in about a third of the daemon's runs, set by timing.
- * After a submission the next step is another task's, and while the engine
- * makes passes it holds nothing of this wait: the short still time again.
+ * rp_relax()'s still-time yield (below) took RELAX_RESUME_MIN_NS or more:
+ * another task ran on this CPU meanwhile. Until as long again after it
+ * returned (at most RELAX_RESUME_MAX_NS later), and until the next
+ * submission, a caller that spins on something other than completions (a
+ * flag in a region: no rp_poll() between its calls) keeps spinning through
+ * a still engine instead of yielding after RELAX_STILL_NS, as long as the
+ * engine polls this ring (not armed), makes no passes and last ran on
+ * another CPU. That is what an engine inside a device call looks like, and
+ * rxe delivers a write's data inside its post call, about halfway through:
+ * what the caller waits for is most likely that data, since the task that
+ * ran here had its turn, and a yield now would cost about as long again.
+ * Guest, write ping-pong: a client that yielded a few microseconds before
+ * the data landed paid a second pair of process switches per half round
+ * trip (~45 us instead of ~25) in about a third of the daemon's runs, set
+ * by timing for the whole run. After a submission the next step is another
+ * task's; an engine making passes holds nothing this wait needs; an armed
+ * ring's counters do not move at all; and on the engine's own CPU the spin
+ * would take the CPU the engine waits for: the short still time then.
  */
 #define RELAX_RESUME_MIN_NS 10000u
 #define RELAX_RESUME_MAX_NS 100000u
@@ -197,7 +202,7 @@ int client_submit(struct rp_client *c, const struct rp_sqe *q)
 	/* Protocol 3: the daemon polls the seq; before, it must be 0. */
 	rp_sqe_seq_store(e, c->seq ? c->sq_tail + 1 : 0);
 	c->sq_tail++;
-	c->resume_ns = 0; /* the next step is another task's (RELAX_RESUME_MIN_NS) */
+	c->resume_end_ns = 0; /* the next step is another task's (RELAX_RESUME_MIN_NS) */
 	rp_ring_store(&c->v.sq->producer, c->sq_tail);
 	if (rp_ring_take_wakeup(c->v.sq, RP_RING_NEED_WAKEUP))
 		ring_doorbell(c->sq_efd);
@@ -543,11 +548,11 @@ static bool resume_spin(const struct rp_client *c, uint64_t now)
 	uint32_t engine = atomic_load_explicit(&info->engine_cpu, memory_order_relaxed);
 	int cpu;
 
-	if (c->relax_polls || !c->resume_ns || !engine ||
-	    now - c->relax_still_ns >=
-		    (c->resume_ns < RELAX_RESUME_MAX_NS ? c->resume_ns : RELAX_RESUME_MAX_NS) ||
+	if (c->relax_polls || now >= c->resume_end_ns || !engine ||
 	    atomic_load_explicit(&info->daemon_passes, memory_order_relaxed) !=
-		    c->relax_still_passes)
+		    c->relax_still_passes ||
+	    (atomic_load_explicit(&c->v.sq->flags, memory_order_relaxed) &
+	     (RP_RING_NEED_WAKEUP | RP_RING_STALLED)))
 		return false;
 	cpu = sched_getcpu();
 	return cpu >= 0 && (uint32_t)cpu + 1 != engine;
@@ -555,7 +560,7 @@ static bool resume_spin(const struct rp_client *c, uint64_t now)
 
 RP_EXPORT int rp_relax(struct rp_client *c)
 {
-	uint64_t now;
+	uint64_t now, took;
 	uint32_t p;
 	bool cpus_free;
 
@@ -622,8 +627,11 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 		return 0;
 	c->relax_still_ns = 0;
 	sched_yield();
-	now = now_ns(CLOCK_MONOTONIC) - now;
-	c->resume_ns = now >= RELAX_RESUME_MIN_NS ? now : 0;
+	took = now_ns(CLOCK_MONOTONIC) - now;
+	c->resume_end_ns =
+		took < RELAX_RESUME_MIN_NS
+			? 0
+			: now + took + (took < RELAX_RESUME_MAX_NS ? took : RELAX_RESUME_MAX_NS);
 	return 1;
 }
 

@@ -56,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -306,47 +307,67 @@ static void pin(int cpu)
 		die("sched_setaffinity", -errno);
 }
 
+enum resume_case { SUBMIT_FIRST, SUBMIT_AFTER, NO_SUBMIT };
+
 /*
  * With the daemon stopped: rp_relax() calls with no poll between (a spin on
- * a flag) until one yields and that yield takes 1 ms or more (another task
- * ran on this CPU), then on until the next yield (5 s at most). Returns how
- * long after the long yield that one came, in microseconds (-1: none).
+ * a flag) until one yields and that yield takes LONG_YIELD_NS or more
+ * (another task ran on this CPU), then on until the next yield (2 s at most
+ * each). A write (@cookie) is submitted before that (SUBMIT_FIRST), just
+ * after the long yield (SUBMIT_AFTER) or not at all. Returns how long after
+ * the long yield the next one came, in microseconds (-1: none in 2 s).
  */
-static long gap_after_long_yield(struct rp_client *c, bool submit_between, struct rp_region *r,
+#define LONG_YIELD_NS 200000L
+static long gap_after_long_yield(struct rp_client *c, enum resume_case how, struct rp_region *r,
 				 struct rp_remote *self, uint64_t cookie)
 {
 	struct timespec t0, t;
-	long took;
 
+	if (how == SUBMIT_FIRST)
+		submit(c, r, self, cookie);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (rp_relax(c) == 1 && (took = since_ns(&t)) >= 1000000L)
+		if (rp_relax(c) == 1 && since_ns(&t) >= LONG_YIELD_NS)
 			break;
-		if (since_ns(&t0) > 5000000000L)
+		if (since_ns(&t0) > 2000000000L)
 			return -1;
 	}
-	if (submit_between)
+	if (how == SUBMIT_AFTER)
 		submit(c, r, self, cookie);
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	while (rp_relax(c) != 1)
-		if (since_ns(&t) > 5000000000L)
+		if (since_ns(&t) > 2000000000L)
 			return -1;
 	return since_ns(&t) / 1000L;
+}
+
+/* Continue the daemon and reap @n writes, cookies @first on. */
+static void cont_and_reap(struct rp_client *c, uint64_t first, unsigned n)
+{
+	unsigned i;
+	int st = 0;
+
+	if (kill(daemon_pid, SIGCONT) < 0)
+		die("SIGCONT", -errno);
+	for (i = 0; i < n && st == 0; i++)
+		st = reap_one(c, first + i, false);
+	check(st == 0, "the %u writes submitted meanwhile completed: %s", n, rp_strerror(st));
 }
 
 /*
  * rp_relax() in a spin on a flag, after a yield that took long (another task
  * ran here), nothing submitted since and the engine still on another CPU
- * (the daemon stopped, as in the middle of a long device call): it waits up
- * to as long as that yield took (at most 100 us) before it yields again,
- * not 1 us; after a submission, or with the engine on its own CPU, 1 us
- * again. This program runs on CPU 1 (with the script's busy loop, which a
- * yield hands the CPU to), the daemon on CPU 0.
+ * (the daemon stopped, as in the middle of a long device call), with its
+ * ring not armed: it waits up to as long as that yield took, at most 100
+ * us, before it yields again, not 1 us. After a submission, on the
+ * engine's own CPU, or with the ring armed (an idle engine), 1 us again.
+ * This program runs on CPU 1 (with the script's busy loop, which a yield
+ * hands the CPU to), the daemon on CPU 0.
  */
 static void resume_stage(struct rp_client *c, struct rp_region *r, struct rp_remote *self)
 {
-	long gap, fast = 0, slow = LONG_MAX, g;
+	long g, slow = LONG_MAX, slowest = 0, fast;
 	unsigned i;
 	pid_t kid;
 	int st;
@@ -359,17 +380,18 @@ static void resume_stage(struct rp_client *c, struct rp_region *r, struct rp_rem
 		die("resume stage: write", st);
 	if (kill(daemon_pid, SIGSTOP) < 0)
 		die("SIGSTOP", -errno);
+	/* A submission takes the ring's wake-up flag (it rings): not armed now. */
 	for (i = 0; i < 4; i++) {
-		g = gap_after_long_yield(c, false, r, self, 0);
-		if (g < slow)
-			slow = g;
+		g = gap_after_long_yield(c, SUBMIT_FIRST, r, self, 4001 + i);
+		slow = g < slow ? g : slow;
+		slowest = g < 0 || g > slowest ? (g < 0 ? LONG_MAX : g) : slowest;
 	}
-	check(slow >= 50,
-	      "after a long yield, nothing submitted, the engine still on another CPU: the next "
-	      "yield came >= 50 us later (shortest of 4: %ld us)",
-	      slow);
-	for (i = 0; i < 8; i++) {
-		g = gap_after_long_yield(c, true, r, self, 4100 + i);
+	check(slow >= 50 && slowest < 20000,
+	      "after a long yield, nothing submitted since, the engine still on another CPU: the "
+	      "next yield came >= 50 us later, but not much more than 100 us (%ld to %ld us)",
+	      slow, slowest);
+	for (i = 0, fast = 0; i < 8; i++) {
+		g = gap_after_long_yield(c, SUBMIT_AFTER, r, self, 4005 + i);
 		fast += g >= 0 && g < 30;
 	}
 	check(fast > 0, "after a submission: within 30 us (%ld of 8 times)", fast);
@@ -378,26 +400,33 @@ static void resume_stage(struct rp_client *c, struct rp_region *r, struct rp_rem
 	if (kid < 0)
 		die("fork", -errno);
 	if (kid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		pin(0);
 		for (;;)
 			;
 	}
 	pin(0);
 	for (i = 0, fast = 0; i < 8; i++) {
-		gap = gap_after_long_yield(c, false, r, self, 0);
-		fast += gap >= 0 && gap < 30;
+		g = gap_after_long_yield(c, SUBMIT_FIRST, r, self, 4013 + i);
+		fast += g >= 0 && g < 30;
 	}
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
+	pin(1);
 	check(fast > 0, "on the engine's own CPU: within 30 us (%ld of 8 times)", fast);
+	cont_and_reap(c, 4001, 20);
+	/* Idle long enough for the engine to arm this ring and sleep. */
+	nanosleep(&(struct timespec){ 0, 100000000L }, NULL);
+	if (kill(daemon_pid, SIGSTOP) < 0)
+		die("SIGSTOP", -errno);
+	for (i = 0, fast = 0; i < 8; i++) {
+		g = gap_after_long_yield(c, NO_SUBMIT, r, self, 0);
+		fast += g >= 0 && g < 30;
+	}
 	if (kill(daemon_pid, SIGCONT) < 0)
 		die("SIGCONT", -errno);
-	for (i = 0; i < 8; i++) {
-		st = reap_one(c, 4100 + i, false);
-		if (st < 0)
-			break;
-	}
-	check(st == 0, "the writes submitted meanwhile completed: %s", rp_strerror(st));
+	check(fast > 0, "with the ring armed (the engine idle): within 30 us (%ld of 8 times)",
+	      fast);
 }
 
 /*
