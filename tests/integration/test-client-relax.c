@@ -315,13 +315,15 @@ enum resume_case { SUBMIT_FIRST, SUBMIT_AFTER, NO_SUBMIT };
  * (another task ran on this CPU), then on until the next yield (2 s at most
  * each). A write (@cookie) is submitted before that (SUBMIT_FIRST), just
  * after the long yield (SUBMIT_AFTER) or not at all. Returns how long after
- * the long yield the next one came, in microseconds (-1: none in 2 s).
+ * the long yield the call that yields next began, in microseconds (-1: none
+ * in 2 s).
  */
 #define LONG_YIELD_NS 200000L
 static long gap_after_long_yield(struct rp_client *c, enum resume_case how, struct rp_region *r,
 				 struct rp_remote *self, uint64_t cookie)
 {
 	struct timespec t0, t;
+	long gap;
 
 	if (how == SUBMIT_FIRST)
 		submit(c, r, self, cookie);
@@ -335,11 +337,15 @@ static long gap_after_long_yield(struct rp_client *c, enum resume_case how, stru
 	}
 	if (how == SUBMIT_AFTER)
 		submit(c, r, self, cookie);
+	/* Until the call that yields begins: the yield itself may take a time slice. */
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	while (rp_relax(c) != 1)
-		if (since_ns(&t) > 2000000000L)
+	for (;;) {
+		gap = since_ns(&t);
+		if (rp_relax(c) == 1)
+			return gap / 1000L;
+		if (gap > 2000000000L)
 			return -1;
-	return since_ns(&t) / 1000L;
+	}
 }
 
 /* Continue the daemon and reap @n writes, cookies @first on. */
