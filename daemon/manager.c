@@ -250,6 +250,8 @@ static unsigned restart_needed(const struct config *old, const struct config *ne
 		bits |= RP_RESTART_RETRY_COUNT;
 	if (old->local_qps != new->local_qps)
 		bits |= RP_RESTART_LOCAL_QPS;
+	if (old->inline_size != new->inline_size)
+		bits |= RP_RESTART_INLINE_SIZE;
 	return bits;
 }
 
@@ -301,6 +303,7 @@ static void keep_running(struct config *old, struct config *new)
 	new->ack_timeout = old->ack_timeout;
 	new->retry_count = old->retry_count;
 	new->local_qps = old->local_qps;
+	new->inline_size = old->inline_size;
 }
 
 /*
@@ -432,8 +435,8 @@ static int select_transport(struct manager *m)
 				 "using %u",
 				 cfg->cq_depth, rdev_cq_room(m->rdev));
 		loopback_size(cfg, rdev_cq_room(m->rdev), &depth, &lanes);
-		r = vlocal_new(m->rdev, depth, lanes, cfg->gid_index, op_verbs_done, &m->vlocal,
-			       why, sizeof(why));
+		r = vlocal_new(m->rdev, depth, lanes, cfg->gid_index, cfg->inline_size,
+			       op_verbs_done, &m->vlocal, why, sizeof(why));
 	}
 	if (r < 0)
 		m->rdev = rdev_free(m->rdev);
@@ -442,8 +445,9 @@ static int select_transport(struct manager *m)
 
 		m->transport = RP_TRANSPORT_VERBS;
 		rdev_query(m->rdev, &info);
-		snprintf(m->transport_why, sizeof(m->transport_why), "%s port %u, %s, MTU %u",
-			 info.name, info.port, info.state, info.active_mtu);
+		snprintf(m->transport_why, sizeof(m->transport_why),
+			 "%s port %u, %s, MTU %u, writes up to %u B inline", info.name, info.port,
+			 info.state, info.active_mtu, vlocal_max_inline(m->vlocal));
 		return 0;
 	}
 	if (cfg->transport == RP_TRANSPORT_VERBS) {

@@ -347,7 +347,8 @@ _Static_assert(sizeof(struct rp_admin_ping_reply) == 16, "rp_admin_ping_reply");
 #define RP_RESTART_ACK_TIMEOUT 0x1000u	/* [verbs] ack_timeout */
 #define RP_RESTART_RETRY_COUNT 0x2000u	/* [verbs] retry_count */
 #define RP_RESTART_LOCAL_QPS 0x4000u	/* [verbs] local_queue_pairs */
-#define RP_RESTART_ALL 0x7fffu
+#define RP_RESTART_INLINE_SIZE 0x8000u	/* [verbs] inline_size */
+#define RP_RESTART_ALL 0xffffu
 
 /* The setting of one RP_RESTART_* bit as "section.key", or NULL for an unknown bit. */
 static inline const char *rp_restart_setting(unsigned bit)
@@ -383,6 +384,8 @@ static inline const char *rp_restart_setting(unsigned bit)
 		return "verbs.retry_count";
 	case RP_RESTART_LOCAL_QPS:
 		return "verbs.local_queue_pairs";
+	case RP_RESTART_INLINE_SIZE:
+		return "verbs.inline_size";
 	default:
 		return NULL;
 	}

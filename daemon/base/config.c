@@ -839,6 +839,7 @@ static const struct key_def verbs_keys[] = {
 	U32_KEY("ack_timeout", ack_timeout, 1, 31),
 	U32_KEY("retry_count", retry_count, 0, 7),
 	U32_KEY("local_queue_pairs", local_qps, 1, 64),
+	U32_KEY("inline_size", inline_size, 0, 4096),
 	{ 0 },
 };
 
@@ -1166,6 +1167,7 @@ static struct config *config_new(const char *name)
 		.ack_timeout = 16,
 		.retry_count = 7,
 		.local_qps = 4,
+		.inline_size = 512,
 		.max_registered_bytes = UINT64_C(4) << 30,
 		.max_regions = 1024,
 		.max_inflight = 4096,

@@ -82,6 +82,7 @@ struct config {
 	uint32_t ack_timeout; /* local ACK timeout exponent: 4.096 us * 2^n; default 16 */
 	uint32_t retry_count; /* transport retries before a QP fails; default 7 */
 	uint32_t local_qps;   /* loopback QPs for local transfers; default 4 */
+	uint32_t inline_size; /* payload bytes a WR may carry inline; default 512, 0: none */
 
 	/* [limits], all per uid */
 	uint64_t max_registered_bytes; /* default 4 GiB */

@@ -735,6 +735,7 @@ static int vp_init(struct vtransport *t, struct rdev *d, const struct config *cf
 	t->rq_depth = min_u32(min_u32(cfg->rq_depth, VP_RQ_MAX), (uint32_t)da.max_qp_wr);
 	if (t->rq_depth < 4)
 		t->rq_depth = 4;
+	t->inline_size = cfg->inline_size;
 	t->ack_timeout = (uint8_t)cfg->ack_timeout;
 	t->retry_count = (uint8_t)cfg->retry_count;
 	t->resp_res = da.max_qp_rd_atom < VP_RD_ATOMIC_MAX ? da.max_qp_rd_atom : VP_RD_ATOMIC_MAX;

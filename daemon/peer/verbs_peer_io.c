@@ -1051,13 +1051,9 @@ int vc_io_new(struct vconn *c, char *why, size_t whylen)
 	ia.cap.max_recv_wr = c->rq;
 	ia.cap.max_send_sge = 2;
 	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = VP_INLINE;
-	r = vx_create_qp(rdev_pd(d), &ia, &c->qp);
-	if (r < 0) {
-		/* The device takes no inline data (or less): post everything by reference. */
-		ia.cap.max_inline_data = 0;
-		r = vx_create_qp(rdev_pd(d), &ia, &c->qp);
-	}
+	/* WRs whose data is at most this long are posted inline, as far as the device allows. */
+	ia.cap.max_inline_data = c->t->inline_size;
+	r = vx_create_qp_inline(rdev_pd(d), &ia, &c->qp);
 	c->max_inline = ia.cap.max_inline_data;
 	if (r < 0) {
 		snprintf(why, whylen, "ibv_create_qp: %s", strerror(-r));

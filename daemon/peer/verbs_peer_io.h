@@ -140,8 +140,6 @@ _Static_assert(sizeof(struct vp_xinfo) <= PEER_XINFO_MAX, "vp_xinfo");
 #define VP_RW_WINDOW (2u << 20)
 /* One-sided pieces this large are always signalled, so the window frees steadily. */
 #define VP_RW_SIGNAL_BYTES (256u << 10)
-/* WRs whose data is at most this long are posted inline (if the device allows). */
-#define VP_INLINE 256
 /* Signal at least every this many WRs (and always the last of a post list). */
 #define VP_SIGNAL_EVERY 16
 /* Per-connection queue sizes (capped by the config's depths). */
@@ -304,6 +302,7 @@ struct vtransport {
 	struct vconn *conns;
 	uint32_t cq_depth; /* [verbs] cq_depth, for messages; the claims are in rdma_dev */
 	uint32_t sq_depth, rq_depth;
+	uint32_t inline_size;		  /* [verbs] inline_size: asked of every QP of ours */
 	uint8_t ack_timeout, retry_count; /* [verbs]: set on every QP of ours at RTS */
 	uint64_t incarnation;
 	uint8_t port;

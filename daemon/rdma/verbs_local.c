@@ -23,8 +23,6 @@
 #define VL_TIMEOUT 14 /* 4.096 us * 2^14 = 67 ms */
 #define VL_RETRY 7
 #define VL_MAX_RD_ATOMIC 16
-/* Payloads up to this size are posted inline (copied into the WR): no DMA lookup. */
-#define VL_INLINE 256
 /*
  * Signal at least every this many WRs or bytes, and always the last of a
  * post list. Each completion costs the device and us work, but slots (and
@@ -386,12 +384,7 @@ static int lane_new(struct vlane *l, uint32_t depth, char *why, size_t whylen)
 	ia.cap.max_recv_wr = 1;
 	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = v->max_inline;
-	r = vx_create_qp(rdev_pd(v->d), &ia, &l->qp);
-	if (r < 0 && ia.cap.max_inline_data) {
-		/* The device takes no inline data (or less): post everything by reference. */
-		ia.cap.max_inline_data = 0;
-		r = vx_create_qp(rdev_pd(v->d), &ia, &l->qp);
-	}
+	r = vx_create_qp_inline(rdev_pd(v->d), &ia, &l->qp);
 	if (r < 0) {
 		snprintf(why, whylen, "creating a loopback QP: %s", strerror(-r));
 		return r;
@@ -478,8 +471,8 @@ static void lane_settle(struct vlane *l)
 		rp_cpu_relax();
 }
 
-int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, vlocal_done_fn done,
-	       struct vlocal **ret, char *why, size_t whylen)
+int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, uint32_t max_inline,
+	       vlocal_done_fn done, struct vlocal **ret, char *why, size_t whylen)
 {
 	struct rdev_info info;
 	sigset_t all, old;
@@ -505,7 +498,8 @@ int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, vl
 	}
 	v->cq_claimed = lanes * (depth + 1);
 	v->done = done;
-	v->max_inline = VL_INLINE;
+	/* Payloads up to this size are copied into the WR: no lookup of their MR. */
+	v->max_inline = max_inline;
 	/* Cache-line aligned: a lane's hand-over words are on a line of their own. */
 	v->lanes = aligned_alloc(64, (lanes * sizeof(*v->lanes) + 63) & ~(size_t)63);
 	if (v->lanes)
@@ -1274,6 +1268,11 @@ void vlocal_flush(struct vlocal *v)
 	}
 	if (prev)
 		post_pending(prev, true);
+}
+
+uint32_t vlocal_max_inline(const struct vlocal *v)
+{
+	return v ? v->max_inline : 0;
 }
 
 bool vlocal_busy(const struct vlocal *v)

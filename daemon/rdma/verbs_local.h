@@ -46,9 +46,13 @@ enum vmr_access {
  * @lanes QPs of @depth send WRs each (and one receive WR: the completion
  * queue needs room for @lanes * (@depth + 1) of ours).
  * @gid_index < 0: pick a RoCEv2 IPv4 GID if there is one.
+ * Writes of up to @max_inline payload bytes go inline (copied into the WR),
+ * as far as the device takes: vlocal_max_inline() says what it granted.
  */
-int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, vlocal_done_fn done,
-	       struct vlocal **ret, char *why, size_t whylen);
+int vlocal_new(struct rdev *d, uint32_t depth, unsigned lanes, int gid_index, uint32_t max_inline,
+	       vlocal_done_fn done, struct vlocal **ret, char *why, size_t whylen);
+/* The inline size the device granted (0: none, or @v is NULL). */
+uint32_t vlocal_max_inline(const struct vlocal *v);
 /* Pending operations are completed with -ECANCELED first. */
 struct vlocal *vlocal_free(struct vlocal *v);
 

@@ -176,6 +176,28 @@ static inline int vx_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, s
 	return 0;
 }
 
+/*
+ * vx_create_qp() with as much of @ia->cap.max_inline_data as the device
+ * takes: a device refuses the QP when it is more than it supports (rxe:
+ * 512 B), so on a refusal the inline size is halved and tried again, down
+ * to none (below 32 B it is not worth a WR's room). ia->cap says what was
+ * granted; a refusal with no inline data asked is the result.
+ */
+static inline int vx_create_qp_inline(struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
+				      struct ibv_qp **ret)
+{
+	uint32_t want = ia->cap.max_inline_data;
+	int r;
+
+	for (;;) {
+		r = vx_create_qp(pd, ia, ret);
+		if (r == 0 || !want)
+			return r;
+		want = want / 2 >= 32 ? want / 2 : 0;
+		ia->cap.max_inline_data = want;
+	}
+}
+
 static inline int vx_destroy_qp(struct ibv_qp *qp)
 {
 	return vx_ret(ibv_destroy_qp(qp));

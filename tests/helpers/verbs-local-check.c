@@ -137,6 +137,43 @@ static void sizes(struct rdev *d, struct vlocal *v, struct vmr *ms, unsigned cha
 }
 
 /*
+ * [verbs] inline_size: asked 0, nothing goes inline; asked more than the
+ * device takes (rxe: 512 B), the QP is made with the most it does (halving
+ * from the size asked) instead of none. Either way writes on both sides of
+ * the granted size land byte-exact (inline copies the payload at post time).
+ */
+static void inline_sizes(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr *md,
+			 unsigned char *dst)
+{
+	static const uint32_t ask[] = { 0, 512, 4096 }, want[] = { 0, 512, 512 };
+	static const uint64_t sz[] = { 1, 300, 512, 513 };
+	unsigned i, k;
+
+	for (i = 0; i < 3; i++) {
+		struct vlocal *v = NULL;
+		char why[256];
+		int r = vlocal_new(d, 64, 1, -1, ask[i], on_done, &v, why, sizeof(why));
+		bool ok = r == 0;
+
+		tap_ok(ok && vlocal_max_inline(v) == want[i],
+		       "inline_size %u: the loopback QP takes %u B inline (%s)", ask[i],
+		       vlocal_max_inline(v), r ? why : "ok");
+		for (k = 0; ok && k < 4; k++) {
+			unsigned base = done_count;
+
+			fill(src, sz[k], 40 + k);
+			memset(dst, 0, 4096);
+			ok = vlocal_write(v, ms, 0, md, 0, sz[k], FA,
+					  (void *)(uintptr_t)(16 + k)) == 0 &&
+			     wait_done(d, base + 1) == 0 && statuses[16 + k] == 0 &&
+			     fnv1a(src, sz[k]) == fnv1a(dst, sz[k]) && dst[sz[k]] == 0;
+		}
+		tap_ok(ok, "with it, writes of 1, 300, 512 and 513 B land exactly");
+		vlocal_free(v);
+	}
+}
+
+/*
  * A QP transition the device refuses must come back as a negative errno,
  * whatever errno happens to hold: ibv_modify_qp() returns the error number
  * and need not set errno (code that returned -errno reported success).
@@ -271,7 +308,7 @@ static void lanes(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr
 	unsigned i, k, base, once = 1, inorder = 1, qps = 1;
 	int r;
 
-	r = vlocal_new(d, 64, 4, -1, on_done, &v, why, sizeof(why));
+	r = vlocal_new(d, 64, 4, -1, 512, on_done, &v, why, sizeof(why));
 	tap_ok(r == 0 && vlocal_lanes(v) == 4, "four loopback QPs connect to themselves (%s)",
 	       r ? why : "ok");
 	if (r)
@@ -472,7 +509,7 @@ static struct vlocal *fresh_qp(struct rdev *d)
 {
 	struct vlocal *v = NULL;
 	char why[256];
-	int r = vlocal_new(d, 64, 1, -1, on_done, &v, why, sizeof(why));
+	int r = vlocal_new(d, 64, 1, -1, 512, on_done, &v, why, sizeof(why));
 
 	tap_ok(r == 0, "a new loopback QP connects to itself (%s)", r ? why : "ok");
 	if (r)
@@ -650,7 +687,7 @@ int main(void)
 	tap_ok(r == 0, "the device opens (%s)", r ? why : "ok");
 	if (r)
 		return tap_exit();
-	r = vlocal_new(d, 64, 1, -1, on_done, &v, why, sizeof(why));
+	r = vlocal_new(d, 64, 1, -1, 512, on_done, &v, why, sizeof(why));
 	tap_ok(r == 0, "the loopback RC QP connects to itself (%s)", r ? why : "ok");
 	if (r)
 		return tap_exit();
@@ -707,6 +744,7 @@ int main(void)
 	free_after_give_up(d, ms, src, md, dst);
 	stale_after_recover(d, ms, src, md, dst, mro);
 	lanes(d, ms, src, md, dst);
+	inline_sizes(d, ms, src, md, dst);
 	vmr_dereg(mro);
 	vmr_dereg(mb);
 	vmr_dereg(md);

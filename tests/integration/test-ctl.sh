@@ -208,9 +208,9 @@ ok $? "the daemon still answers after the rejected reload"
 # Settings read only at start-up: the reply names each one, exit 3.
 sed -i 's/^node_name = testnode/node_name = renamed/; s/^listen = none/listen = 127.0.0.1:9/' \
 	"$CONF"
-printf '[verbs]\ncq_depth = 64\nsend_queue_depth = 16\nlocal_queue_pairs = 3\n' >>"$CONF"
+printf '[verbs]\ncq_depth = 64\nsend_queue_depth = 16\nlocal_queue_pairs = 3\ninline_size = 0\n' >>"$CONF"
 RESTART="daemon.node_name, daemon.listen, verbs.cq_depth, verbs.send_queue_depth"
-RESTART="$RESTART, verbs.local_queue_pairs"
+RESTART="$RESTART, verbs.local_queue_pairs, verbs.inline_size"
 "$CTL" reload >"$T_DIR/r3.txt" 2>"$T_DIR/r3.err"
 rc=$?
 [ $rc -eq 3 ] && grep -q "^reloaded $CONF: .*; restart to apply: $RESTART\$" "$T_DIR/r3.txt" &&
@@ -220,7 +220,7 @@ ok $? "settings that need a restart: exit 3, each named ($rc: $(cat "$T_DIR/r3.t
 rc=$?
 [ $rc -eq 3 ] && json_ok <"$T_DIR/r3.json" && jget '.reloaded == true and .restart_needed ==
 	["daemon.node_name", "daemon.listen", "verbs.cq_depth", "verbs.send_queue_depth",
-	 "verbs.local_queue_pairs"]' \
+	 "verbs.local_queue_pairs", "verbs.inline_size"]' \
 	<"$T_DIR/r3.json"
 ok $? "reload --json: restart_needed lists them, exit 3 ($rc: $(cat "$T_DIR/r3.json"))"
 grep -q "changed settings that apply only at the next restart: $RESTART\$" "$LOG"
@@ -231,7 +231,7 @@ ok $? "until the restart the daemon keeps its running node name"
 sed -i 's/^log_level = debug/log_level = info/' "$CONF"
 "$CTL" --json reload >"$T_DIR/r3.json" 2>/dev/null
 rc=$?
-[ $rc -eq 3 ] && jget '.restart_needed | length == 5' <"$T_DIR/r3.json"
+[ $rc -eq 3 ] && jget '.restart_needed | length == 6' <"$T_DIR/r3.json"
 ok $? "a later reload still reports them while the restart is pending"
 cp "$CONF.good" "$CONF"
 "$CTL" reload >"$T_DIR/r0.txt" 2>"$T_DIR/r0.err"

@@ -214,6 +214,7 @@ static void test_defaults(void)
 	tap_ok(cfg->ack_timeout == 16 && cfg->retry_count == 7,
 	       "default: ack_timeout, retry_count");
 	tap_is_int(cfg->local_qps, 4, "default: local_queue_pairs");
+	tap_is_int(cfg->inline_size, 512, "default: inline_size");
 	tap_is_int(cfg->max_registered_bytes, UINT64_C(4) << 30, "default: max_registered_bytes");
 	tap_is_int(cfg->max_regions, 1024, "default: max_regions");
 	tap_is_int(cfg->max_inflight, 4096, "default: max_inflight");
@@ -251,6 +252,7 @@ static void test_every_key(void)
 		      "ack_timeout = 31\n"
 		      "retry_count = 0\n"
 		      "local_queue_pairs = 64\n"
+		      "inline_size = 4096\n"
 		      "[limits]\n"
 		      "max_registered_bytes = 64KiB\n"
 		      "max_regions = 4294967295\n"
@@ -288,6 +290,7 @@ static void test_every_key(void)
 	tap_ok(cfg->ack_timeout == 31 && cfg->retry_count == 0,
 	       "ack_timeout and retry_count at their bounds");
 	tap_is_int(cfg->local_qps, 64, "local_queue_pairs at its bound");
+	tap_is_int(cfg->inline_size, 4096, "inline_size at its upper bound");
 	tap_is_int(cfg->max_registered_bytes, 65536, "max_registered_bytes");
 	tap_ok(cfg->max_regions == UINT32_MAX && cfg->max_inflight == 1048576 &&
 		       cfg->max_connections == 1,
@@ -298,7 +301,7 @@ static void test_every_key(void)
 	if (!a || !b)
 		return;
 	tap_ok(!strcmp(a->host, "10.0.0.2") && a->port == RP_DEFAULT_PEER_PORT &&
-		       a->transport == RP_TRANSPORT_AUTO && a->line == 30,
+		       a->transport == RP_TRANSPORT_AUTO && a->line == 31,
 	       "peer a: default port and transport, header line");
 	tap_ok(a->key_len == 32 && !memcmp(a->key, KEY32, 32), "peer a: key, newline trimmed");
 	tap_ok(!strncmp(a->key_file, tmpdir, strlen(tmpdir)) && strstr(a->key_file, "/good.key"),
@@ -487,6 +490,11 @@ static void test_listen_forms(void)
 
 static void test_verbs_limits_values(void)
 {
+	struct config *cfg = load_ok("[verbs]\ninline_size = 0\n", "inline_size = 0");
+
+	if (cfg)
+		tap_is_int(cfg->inline_size, 0, "inline_size 0: nothing inline");
+	config_free(cfg);
 	check_einval("[verbs]\ndevice = mlx5/0\n", "2: invalid device name 'mlx5/0'", "bad device");
 	check_einval("[verbs]\nport = 0\n",
 		     "2: invalid value '0' for port: use an integer from 1 to 255", "port 0");
@@ -523,6 +531,12 @@ static void test_verbs_limits_values(void)
 	check_einval("[verbs]\nlocal_queue_pairs = 65\n",
 		     "2: invalid value '65' for local_queue_pairs: use an integer from 1 to 64",
 		     "local_queue_pairs above range");
+	check_einval("[verbs]\ninline_size = 4097\n",
+		     "2: invalid value '4097' for inline_size: use an integer from 0 to 4096",
+		     "inline_size above range");
+	check_einval("[verbs]\ninline_size = -1\n",
+		     "2: invalid value '-1' for inline_size: use an integer from 0 to 4096",
+		     "inline_size negative");
 	check_einval("[limits]\nmax_registered_bytes = 12Q\n",
 		     "2: invalid size '12Q' for max_registered_bytes: use a number with an "
 		     "optional K, M, G or T suffix",

@@ -38,8 +38,8 @@ ok $? "it answers on its socket"
 grep -q '^transport=verbs$' "$D/st" && grep -q '^device=rxe0$' "$D/st" &&
 	grep -q '^port_state=active$' "$D/st"
 ok $? "status reports verbs on rxe0, port active"
-grep -q 'verbs transport (rxe0 port 1, active, MTU [0-9]*)' "$D/log"
-ok $? "the start-up line names transport, device, port and MTU"
+grep -q 'verbs transport (rxe0 port 1, active, MTU [0-9]*, writes up to 512 B inline)' "$D/log"
+ok $? "the start-up line names transport, device, port, MTU and inline size (rxe takes inline_size's default, 512)"
 running=$(res)
 [ "$running" != "$base" ]
 ok $? "rdma resource show lists the daemon's PD and CQ ($base -> $running)"
