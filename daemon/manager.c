@@ -441,13 +441,20 @@ static int select_transport(struct manager *m)
 	if (r < 0)
 		m->rdev = rdev_free(m->rdev);
 	if (r == 0) {
+		uint32_t inl = vlocal_max_inline(m->vlocal);
 		struct rdev_info info;
 
 		m->transport = RP_TRANSPORT_VERBS;
 		rdev_query(m->rdev, &info);
-		snprintf(m->transport_why, sizeof(m->transport_why),
-			 "%s port %u, %s, MTU %u, writes up to %u B inline", info.name, info.port,
-			 info.state, info.active_mtu, vlocal_max_inline(m->vlocal));
+		/* What the loopback QPs were granted; each peer link's QP asks the same. */
+		if (inl)
+			snprintf(m->transport_why, sizeof(m->transport_why),
+				 "%s port %u, %s, MTU %u, writes up to %u B inline", info.name,
+				 info.port, info.state, info.active_mtu, inl);
+		else
+			snprintf(m->transport_why, sizeof(m->transport_why),
+				 "%s port %u, %s, MTU %u, no inline writes", info.name, info.port,
+				 info.state, info.active_mtu);
 		return 0;
 	}
 	if (cfg->transport == RP_TRANSPORT_VERBS) {

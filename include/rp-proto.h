@@ -348,7 +348,13 @@ _Static_assert(sizeof(struct rp_admin_ping_reply) == 16, "rp_admin_ping_reply");
 #define RP_RESTART_RETRY_COUNT 0x2000u	/* [verbs] retry_count */
 #define RP_RESTART_LOCAL_QPS 0x4000u	/* [verbs] local_queue_pairs */
 #define RP_RESTART_INLINE_SIZE 0x8000u	/* [verbs] inline_size */
+/*
+ * Every bit of rp_hdr.flags is now taken: the next setting that applies
+ * only at a restart needs its bit somewhere else (in the reply's body, with
+ * a protocol version that says so); until then the reply's text names it.
+ */
 #define RP_RESTART_ALL 0xffffu
+_Static_assert(RP_RESTART_ALL <= UINT16_MAX, "RP_RESTART_* must fit rp_hdr.flags");
 
 /* The setting of one RP_RESTART_* bit as "section.key", or NULL for an unknown bit. */
 static inline const char *rp_restart_setting(unsigned bit)

@@ -272,6 +272,7 @@ struct region_job {
 	struct rp_hdr h;
 	int fd;
 	uint64_t len;
+	bool huge; /* hugetlbfs: its pages may fault (VMR_MAY_FAULT) */
 	struct vlocal *vlocal;
 	void *addr; /* results of the work */
 	struct vmr *mr;

@@ -118,6 +118,7 @@ int region_job_new(struct session *s, const struct rp_hdr *h, int fd, uint64_t l
 	j->h = *h;
 	j->fd = fd;
 	j->len = len;
+	j->huge = huge;
 	j->vlocal = c->vlocal;
 	*ret = j;
 	return 0;
@@ -140,9 +141,14 @@ void region_job_work(struct region_job *j)
 		j->status = -errno;
 		return;
 	}
-	/* Local access only: remote access is granted per export, with its own MR. */
+	/*
+	 * Local access only: remote access is granted per export, with its own
+	 * MR. The daemon reads this MR's memory itself when it posts data
+	 * inline: not a hugetlbfs region's, whose pages may fault.
+	 */
 	if (j->vlocal)
-		err = vmr_reg(j->vlocal, addr, j->len, VMR_LOCAL_WRITE, &j->mr);
+		err = vmr_reg(j->vlocal, addr, j->len,
+			      VMR_LOCAL_WRITE | (j->huge ? VMR_MAY_FAULT : 0), &j->mr);
 	if (err < 0) {
 		munmap(addr, (size_t)j->len);
 		j->status = err;

@@ -244,6 +244,7 @@ static struct ibv_send_wr *wr_add(struct vconn *c, struct plist *pl, struct peer
 	s->op = op;
 	wr->wr_id = (uintptr_t)&s->w;
 	wr->sg_list = &c->sgev[2 * pl->n];
+	c->wr_may_fault[pl->n] = false;
 	if (op) {
 		op->fate = PEER_OP_POSTED;
 		vpx(op)->wrs++;
@@ -306,14 +307,19 @@ static bool add_msg(struct vconn *c, struct plist *pl)
 	return true;
 }
 
-static void local_sge(struct ibv_sge *sge, struct peer_op *op, uint64_t at, uint64_t n)
+/* SGE @k of @wr: @n bytes of @op's region from @at. */
+static void local_sge(struct vconn *c, struct ibv_send_wr *wr, int k, struct peer_op *op,
+		      uint64_t at, uint64_t n)
 {
 	struct region *r = op->region;
 	struct vmr *mr = r->xport;
+	struct ibv_sge *sge = &wr->sg_list[k];
 
 	sge->addr = (uintptr_t)r->addr + op->off + at;
 	sge->length = (uint32_t)n;
 	sge->lkey = vmr_lkey(mr);
+	if (vmr_may_fault(mr))
+		c->wr_may_fault[wr - c->wrv] = true;
 }
 
 /*
@@ -385,7 +391,7 @@ static bool add_rw(struct vconn *c, struct plist *pl)
 	wr->wr.rdma.remote_addr = xi.addr + op->remote_off + x->done;
 	wr->wr.rdma.rkey = xi.rkey;
 	if (n) {
-		local_sge(&wr->sg_list[0], op, x->done, n);
+		local_sge(c, wr, 0, op, x->done, n);
 		wr->num_sge = 1;
 	}
 	x->done += n;
@@ -432,7 +438,7 @@ static bool add_send(struct vconn *c, struct plist *pl)
 	wr = msg_add(c, pl, op, VP_SEND, fl, x->id, &sb, sizeof(sb), (uint32_t)n);
 	if (n) {
 		/* Zero copy: the payload goes straight from the client's region. */
-		local_sge(&wr->sg_list[1], op, x->done, n);
+		local_sge(c, wr, 1, op, x->done, n);
 		wr->num_sge = 2;
 	}
 	x->done += n;
@@ -470,8 +476,13 @@ static void post_list(struct vconn *c, struct plist *pl)
 
 		for (k = 0; k < wr->num_sge; k++)
 			bytes += wr->sg_list[k].length;
-		/* Small payloads are copied into the WR: the device need not look them up. */
-		if (wr->opcode != IBV_WR_RDMA_READ && bytes && bytes <= c->max_inline)
+		/*
+		 * Small payloads are copied into the WR: the device need not look
+		 * them up. Not from memory that may fault: the provider's copy is
+		 * not guarded (VMR_MAY_FAULT).
+		 */
+		if (wr->opcode != IBV_WR_RDMA_READ && bytes && bytes <= c->max_inline &&
+		    !c->wr_may_fault[i])
 			wr->send_flags |= IBV_SEND_INLINE;
 		wr->next = last ? NULL : &c->wrv[i + 1];
 		if (last || ++c->unsignaled >= VP_SIGNAL_EVERY) {
@@ -972,9 +983,10 @@ static int alloc_bufs(struct vconn *c, struct ibv_pd *pd)
 	c->rs = calloc(c->rq, sizeof(*c->rs));
 	c->wrv = calloc(c->sq, sizeof(*c->wrv));
 	c->sgev = calloc(2 * (size_t)c->sq, sizeof(*c->sgev));
+	c->wr_may_fault = calloc(c->sq, sizeof(*c->wr_may_fault));
 	c->sbuf = calloc(c->sq, VP_SBUF);
 	c->rbuf = calloc(c->rq, VP_RBUF);
-	if (!c->ss || !c->rs || !c->wrv || !c->sgev || !c->sbuf || !c->rbuf)
+	if (!c->ss || !c->rs || !c->wrv || !c->sgev || !c->wr_may_fault || !c->sbuf || !c->rbuf)
 		return -ENOMEM;
 	/* Exactly the access each needs: local only, nothing remote. */
 	r = vx_reg_mr(pd, c->sbuf, (size_t)c->sq * VP_SBUF, 0, &c->smr);
@@ -1131,11 +1143,13 @@ void vc_io_free(struct vconn *c)
 	free(c->rs);
 	free(c->wrv);
 	free(c->sgev);
+	free(c->wr_may_fault);
 	free(c->sbuf);
 	free(c->rbuf);
 	c->ss = NULL;
 	c->rs = NULL;
 	c->wrv = NULL;
 	c->sgev = NULL;
+	c->wr_may_fault = NULL;
 	c->sbuf = c->rbuf = NULL;
 }

@@ -261,6 +261,7 @@ struct vconn {
 	uint64_t rw_posted;	 /* one-sided bytes in flight (VP_RW_WINDOW) */
 	struct ibv_send_wr *wrv; /* sq entries: one post list */
 	struct ibv_sge *sgev;	 /* 2 * sq entries */
+	bool *wr_may_fault;	 /* sq entries: wrv[i] has memory that may fault (no inline) */
 	bool kick;		 /* vc_kick() wanted at the next flush */
 	uint32_t credits;	 /* receives the far side has posted for us */
 	uint32_t owed;		 /* receives re-posted here, not yet returned */

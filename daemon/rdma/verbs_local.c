@@ -116,6 +116,7 @@ enum lane_cmd {
 
 struct vmr {
 	struct ibv_mr *mr;
+	bool may_fault; /* VMR_MAY_FAULT */
 };
 
 struct vlane;
@@ -142,6 +143,7 @@ struct vl_op {
 	uint64_t laddr, raddr, len, posted_bytes;
 	uint32_t lkey, rkey;
 	unsigned inflight;
+	bool no_inline;	 /* its local memory may fault (VMR_MAY_FAULT) */
 	bool all_posted; /* every chunk is on the send queue: it left its flow's queue */
 	int status;
 };
@@ -717,6 +719,7 @@ int vmr_reg(struct vlocal *v, void *addr, uint64_t len, unsigned access, struct 
 		free(m);
 		return r;
 	}
+	m->may_fault = access & VMR_MAY_FAULT;
 	*ret = m;
 	return 0;
 }
@@ -743,6 +746,11 @@ uint64_t vmr_len(const struct vmr *m)
 uint32_t vmr_lkey(const struct vmr *m)
 {
 	return m->mr->lkey;
+}
+
+bool vmr_may_fault(const struct vmr *m)
+{
+	return m->may_fault;
 }
 
 uint32_t vmr_rkey(const struct vmr *m)
@@ -1006,7 +1014,7 @@ static void add_chunk(struct vlane *l, struct vl_op *op, uint32_t i, uint64_t n)
 	wr->num_sge = n ? 1 : 0;
 	wr->opcode = op->opcode;
 	/* Small writes are copied into the WR: the device need not look the data up. */
-	if (op->opcode == IBV_WR_RDMA_WRITE && n && n <= v->max_inline)
+	if (op->opcode == IBV_WR_RDMA_WRITE && n && n <= v->max_inline && !op->no_inline)
 		wr->send_flags |= IBV_SEND_INLINE;
 	wr->wr.rdma.remote_addr = op->raddr + op->posted_bytes;
 	wr->wr.rdma.rkey = op->rkey;
@@ -1352,6 +1360,7 @@ static int submit(struct vlocal *v, enum ibv_wr_opcode opc, struct vmr *l, uint6
 	op->opcode = opc;
 	op->laddr = (uintptr_t)l->mr->addr + loff;
 	op->lkey = l->mr->lkey;
+	op->no_inline = l->may_fault;
 	op->raddr = (uintptr_t)rm->mr->addr + roff;
 	op->rkey = rm->mr->rkey;
 	op->len = len;

@@ -40,6 +40,14 @@ enum vmr_access {
 	VMR_LOCAL_WRITE = 1u << 0,
 	VMR_REMOTE_READ = 1u << 1,
 	VMR_REMOTE_WRITE = 1u << 2,
+	/*
+	 * Not an access right: the memory may fault when the daemon touches it
+	 * (a hugetlbfs region can lose a page to a punched hole, and the next
+	 * touch raises SIGBUS with the pool empty; see base/memguard.h). Its
+	 * data is never posted inline, which the provider would copy at post
+	 * time, unguarded; the device reads it through the MR's pinned pages.
+	 */
+	VMR_MAY_FAULT = 1u << 3,
 };
 
 /*
@@ -63,6 +71,8 @@ struct vmr *vmr_dereg(struct vmr *mr);
 uint64_t vmr_addr(const struct vmr *mr);
 uint64_t vmr_len(const struct vmr *mr);
 uint32_t vmr_lkey(const struct vmr *mr);
+/* Registered with VMR_MAY_FAULT: never post its data inline. */
+bool vmr_may_fault(const struct vmr *mr);
 uint32_t vmr_rkey(const struct vmr *mr);
 
 /*

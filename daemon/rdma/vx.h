@@ -178,23 +178,32 @@ static inline int vx_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, s
 
 /*
  * vx_create_qp() with as much of @ia->cap.max_inline_data as the device
- * takes: a device refuses the QP when it is more than it supports (rxe:
- * 512 B), so on a refusal the inline size is halved and tried again, down
- * to none (below 32 B it is not worth a WR's room). ia->cap says what was
- * granted; a refusal with no inline data asked is the result.
+ * takes: a device refuses (EINVAL) a QP that asks for more than it supports
+ * (rxe: 512 B), so on that refusal the inline size is halved and tried
+ * again, down to none (below 32 B it is not worth a WR's room). Any other
+ * failure is the result. On success ia->cap.max_inline_data is what may be
+ * posted inline: at most what was asked, although a provider may report
+ * more (rxe grants at least 16 B per send SGE).
  */
 static inline int vx_create_qp_inline(struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
 				      struct ibv_qp **ret)
 {
-	uint32_t want = ia->cap.max_inline_data;
+	const struct ibv_qp_cap asked = ia->cap; /* a provider may write cap and still fail */
+	uint32_t want = asked.max_inline_data;
 	int r;
 
 	for (;;) {
+		ia->cap = asked;
+		ia->cap.max_inline_data = want;
 		r = vx_create_qp(pd, ia, ret);
-		if (r == 0 || !want)
+		if (r == 0) {
+			if (ia->cap.max_inline_data > want)
+				ia->cap.max_inline_data = want;
+			return 0;
+		}
+		if (r != -EINVAL || !want)
 			return r;
 		want = want / 2 >= 32 ? want / 2 : 0;
-		ia->cap.max_inline_data = want;
 	}
 }
 

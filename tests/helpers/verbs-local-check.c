@@ -59,6 +59,8 @@ int vx_fault_post_at = -1, vx_fault_modify;
 /* Whether the last refused list was posted by a thread other than main()'s. */
 static pthread_t main_thread;
 static bool refused_elsewhere;
+/* The send flags of the first WR of the last list that went through the hook. */
+static unsigned last_flags;
 
 int vx_fault_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
@@ -71,6 +73,7 @@ int vx_fault_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
 	}
 	vx_fault_post_at = -1;
 	refused_elsewhere = !pthread_equal(pthread_self(), main_thread);
+	last_flags = wr ? wr->send_flags : 0;
 	if (!w)
 		return vx_ret(ibv_post_send(qp, wr, bad)); /* shorter: not refused */
 	if (prev) { /* the WRs before the refused one go to the device */
@@ -137,16 +140,38 @@ static void sizes(struct rdev *d, struct vlocal *v, struct vmr *ms, unsigned cha
 }
 
 /*
+ * One write of @n bytes from @src's MR through vx.h's hook (it posts the
+ * list as it is and notes its flags): 1 if it landed exactly, with
+ * IBV_SEND_INLINE set as @inl says.
+ */
+static int write_flags(struct rdev *d, struct vlocal *v, struct vmr *src_mr, unsigned char *src,
+		       struct vmr *md, unsigned char *dst, uint64_t n, bool inl, unsigned seed)
+{
+	unsigned base = done_count;
+
+	fill(src, n, seed);
+	memset(dst, 0, n + 1);
+	statuses[16] = 12345;
+	last_flags = ~0u;
+	vx_fault_post_at = 1 << 30; /* past the list's end: nothing refused */
+	return vlocal_write(v, src_mr, 0, md, 0, n, FA, (void *)(uintptr_t)16) == 0 &&
+	       wait_done(d, base + 1) == 0 && statuses[16] == 0 && fnv1a(src, n) == fnv1a(dst, n) &&
+	       dst[n] == 0 && last_flags != ~0u && !!(last_flags & IBV_SEND_INLINE) == inl;
+}
+
+/*
  * [verbs] inline_size: asked 0, nothing goes inline; asked more than the
- * device takes (rxe: 512 B), the QP is made with the most it does (halving
- * from the size asked) instead of none. Either way writes on both sides of
- * the granted size land byte-exact (inline copies the payload at post time).
+ * device takes (rxe: 512 B), the QP is made with the most the halving finds
+ * instead of none. Writes up to the granted size go inline, longer ones by
+ * reference, and both land exactly; a region that may fault (hugetlbfs:
+ * VMR_MAY_FAULT) never goes inline.
  */
 static void inline_sizes(struct rdev *d, struct vmr *ms, unsigned char *src, struct vmr *md,
 			 unsigned char *dst)
 {
 	static const uint32_t ask[] = { 0, 512, 4096 }, want[] = { 0, 512, 512 };
 	static const uint64_t sz[] = { 1, 300, 512, 513 };
+	struct vmr *mf = NULL;
 	unsigned i, k;
 
 	for (i = 0; i < 3; i++) {
@@ -154,21 +179,25 @@ static void inline_sizes(struct rdev *d, struct vmr *ms, unsigned char *src, str
 		char why[256];
 		int r = vlocal_new(d, 64, 1, -1, ask[i], on_done, &v, why, sizeof(why));
 		bool ok = r == 0;
+		uint32_t got = vlocal_max_inline(v);
 
-		tap_ok(ok && vlocal_max_inline(v) == want[i],
-		       "inline_size %u: the loopback QP takes %u B inline (%s)", ask[i],
-		       vlocal_max_inline(v), r ? why : "ok");
-		for (k = 0; ok && k < 4; k++) {
-			unsigned base = done_count;
-
-			fill(src, sz[k], 40 + k);
-			memset(dst, 0, 4096);
-			ok = vlocal_write(v, ms, 0, md, 0, sz[k], FA,
-					  (void *)(uintptr_t)(16 + k)) == 0 &&
-			     wait_done(d, base + 1) == 0 && statuses[16 + k] == 0 &&
-			     fnv1a(src, sz[k]) == fnv1a(dst, sz[k]) && dst[sz[k]] == 0;
+		tap_ok(ok && got == want[i],
+		       "inline_size %u: the loopback QP takes %u B inline (%s)", ask[i], got,
+		       r ? why : "ok");
+		for (k = 0; ok && k < 4; k++)
+			ok = write_flags(d, v, ms, src, md, dst, sz[k], sz[k] <= got, 40 + k);
+		tap_ok(ok,
+		       "with it, writes of 1, 300, 512 and 513 B land exactly, inline up to %u B",
+		       got);
+		if (i == 1 && ok) {
+			ok = vmr_reg(v, src, 4096, VMR_MAY_FAULT, &mf) == 0 &&
+			     write_flags(d, v, mf, src, md, dst, 8, false, 50) &&
+			     write_flags(d, v, ms, src, md, dst, 8, true, 51);
+			tap_ok(ok,
+			       "8 B from memory that may fault go by reference, not inline, and "
+			       "land; from the same memory registered without the flag, inline");
+			mf = vmr_dereg(mf);
 		}
-		tap_ok(ok, "with it, writes of 1, 300, 512 and 513 B land exactly");
 		vlocal_free(v);
 	}
 }
