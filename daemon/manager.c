@@ -442,19 +442,16 @@ static int select_transport(struct manager *m)
 		m->rdev = rdev_free(m->rdev);
 	if (r == 0) {
 		uint32_t inl = vlocal_max_inline(m->vlocal);
+		char inline_says[40] = "no inline writes";
 		struct rdev_info info;
 
 		m->transport = RP_TRANSPORT_VERBS;
 		rdev_query(m->rdev, &info);
 		/* What the loopback QPs were granted; each peer link's QP asks the same. */
 		if (inl)
-			snprintf(m->transport_why, sizeof(m->transport_why),
-				 "%s port %u, %s, MTU %u, writes up to %u B inline", info.name,
-				 info.port, info.state, info.active_mtu, inl);
-		else
-			snprintf(m->transport_why, sizeof(m->transport_why),
-				 "%s port %u, %s, MTU %u, no inline writes", info.name, info.port,
-				 info.state, info.active_mtu);
+			snprintf(inline_says, sizeof(inline_says), "writes up to %u B inline", inl);
+		snprintf(m->transport_why, sizeof(m->transport_why), "%s port %u, %s, MTU %u, %s",
+			 info.name, info.port, info.state, info.active_mtu, inline_says);
 		return 0;
 	}
 	if (cfg->transport == RP_TRANSPORT_VERBS) {
