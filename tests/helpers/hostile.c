@@ -7,6 +7,10 @@
  *   hostile hugebus          punch the huge page out of an exported hugetlb
  *                            region, take every free huge page, then write
  *                            into the region through the daemon
+ *   hostile hugesrc [PEER EXPORT]
+ *                            the same with the punched region as the source
+ *                            of 8 B writes (small enough to go inline), into
+ *                            EXPORT on PEER or into a local export of its own
  *   hostile hold N           open N connections, never say HELLO, print
  *                            "holding"; for each line on stdin print how many
  *                            the daemon keeps; hold until stdin closes
@@ -60,13 +64,47 @@ static int wait_one(struct rp_client *c, struct rp_completion *cp)
 	return n == 1 ? 0 : -1;
 }
 
+/*
+ * Punch the huge page out of @h (the seals the daemon checks bound size, not
+ * holes), then take every free huge page, so that touching the hole raises
+ * SIGBUS. Returns the fd holding them (close it to give them back).
+ */
+static int punch_and_hog(struct rp_region *h)
+{
+	long hogged = 0;
+	int hog;
+
+	if (madvise(rp_region_ptr(h), HUGE, MADV_REMOVE) < 0)
+		printf("madvise=%s\n", strerror(errno));
+	hog = memfd_create("hog", MFD_CLOEXEC | MFD_HUGETLB);
+	if (hog >= 0 && ftruncate(hog, 64L * HUGE) == 0)
+		for (; hogged < 64; hogged++)
+			if (fallocate(hog, 0, hogged * (long)HUGE, HUGE) < 0)
+				break;
+	printf("hogged=%ld\n", hogged);
+	return hog;
+}
+
+/* One write of @len bytes from @src into @rm, its status printed as @what. */
+static void write_report(struct rp_client *c, struct rp_region *src, struct rp_remote *rm,
+			 size_t len, uint64_t cookie, const char *what)
+{
+	struct rp_completion cp;
+	int r = rp_write(c, src, 0, rm, 0, len, cookie, 0);
+
+	if (r == 0 && wait_one(c, &cp) == 0)
+		printf("%s_status=%d\n%s_error=%s\n", what, cp.status, what,
+		       rp_strerror(cp.status));
+	else
+		printf("%s_status=none\nsubmit=%s\n", what, rp_strerror(r));
+	fflush(stdout);
+}
+
 static int hugebus(void)
 {
 	struct rp_client *c = connect_or_die();
 	struct rp_region *h, *s;
 	struct rp_remote *rm;
-	struct rp_completion cp;
-	long hogged = 0;
 	int r, hog;
 
 	r = rp_region_alloc(c, HUGE, RP_REGION_HUGE, &h);
@@ -78,25 +116,50 @@ static int hugebus(void)
 	    rp_region_export(h, "hx", RP_ACCESS_REMOTE_WRITE) < 0 ||
 	    rp_remote_open(c, NULL, "hx", &rm) < 0)
 		return 1;
-	/* Allowed by the seals the daemon checks: they bound size, not holes. */
-	if (madvise(rp_region_ptr(h), HUGE, MADV_REMOVE) < 0)
-		printf("madvise=%s\n", strerror(errno));
-	hog = memfd_create("hog", MFD_CLOEXEC | MFD_HUGETLB);
-	if (hog >= 0 && ftruncate(hog, 64L * HUGE) == 0)
-		for (; hogged < 64; hogged++)
-			if (fallocate(hog, 0, hogged * (long)HUGE, HUGE) < 0)
-				break;
-	printf("hogged=%ld\n", hogged);
-	r = rp_write(c, s, 0, rm, 0, 4096, 1, 0);
-	if (r == 0 && wait_one(c, &cp) == 0)
-		printf("write_status=%d\nwrite_error=%s\n", cp.status, rp_strerror(cp.status));
-	else
-		printf("write_status=none\nsubmit=%s\n", rp_strerror(r));
+	hog = punch_and_hog(h);
+	write_report(c, s, rm, 4096, 1, "write");
 	close(hog);
 	/* With the pool back, the same write works again. */
-	r = rp_write(c, s, 0, rm, 0, 4096, 2, 0);
-	if (r == 0 && wait_one(c, &cp) == 0)
-		printf("again_status=%d\n", cp.status);
+	write_report(c, s, rm, 4096, 2, "again");
+	rp_disconnect(c);
+	return 0;
+}
+
+/*
+ * The punched region as a source. On verbs the daemon's MR still pins the
+ * old page, so the device reads it; but a payload posted inline would be
+ * copied by the provider from the daemon's own mapping of the hole, outside
+ * its SIGBUS guard: regions on hugetlbfs are never posted inline.
+ */
+static int hugesrc(const char *peer, const char *name)
+{
+	struct rp_client *c = connect_or_die();
+	struct rp_region *h, *d;
+	struct rp_remote *rm;
+	int r, hog;
+
+	r = rp_region_alloc(c, HUGE, RP_REGION_HUGE, &h);
+	if (r < 0) {
+		printf("huge=%s\n", rp_strerror(r));
+		return 0;
+	}
+	memset(rp_region_ptr(h), 'h', 4096);
+	if (!name) {
+		name = "hs";
+		if (rp_region_alloc(c, 4096, 0, &d) < 0 ||
+		    rp_region_export(d, name, RP_ACCESS_REMOTE_WRITE) < 0)
+			return 1;
+	}
+	r = rp_remote_open(c, peer, name, &rm);
+	if (r < 0) {
+		printf("open=%s\n", rp_strerror(r));
+		return 1;
+	}
+	write_report(c, h, rm, 8, 1, "before");
+	hog = punch_and_hog(h);
+	write_report(c, h, rm, 8, 2, "write");
+	write_report(c, h, rm, 300, 3, "write300");
+	close(hog);
 	rp_disconnect(c);
 	return 0;
 }
@@ -342,6 +405,10 @@ int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "hugebus"))
 		return hugebus();
+	if (argc == 2 && !strcmp(argv[1], "hugesrc"))
+		return hugesrc(NULL, NULL);
+	if (argc == 4 && !strcmp(argv[1], "hugesrc"))
+		return hugesrc(argv[2], argv[3]);
 	if (argc == 3 && !strcmp(argv[1], "bigreg"))
 		return bigreg(atol(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "hold"))
@@ -352,6 +419,7 @@ int main(int argc, char **argv)
 		return notifyfull(atoi(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "regs"))
 		return regs();
-	fprintf(stderr, "usage: hostile hugebus|hold N|exports N|notifyfull N|bigreg MB|regs\n");
+	fprintf(stderr, "usage: hostile hugebus|hugesrc [PEER EXPORT]|hold N|exports N|notifyfull "
+			"N|bigreg MB|regs\n");
 	return 2;
 }

@@ -86,6 +86,7 @@ hp=/proc/sys/vm/nr_hugepages
 old=$(cat $hp 2>/dev/null || echo 0)
 if [ "$(id -u)" -eq 0 ] && echo 4 >$hp 2>/dev/null && [ "$(cat $hp)" -ge 2 ]; then
 	"$H" hugebus >"$T_DIR/hb.out" 2>&1
+	"$H" hugesrc >"$T_DIR/hs.out" 2>&1
 	echo "$old" >$hp
 	if grep -q '^huge=' "$T_DIR/hb.out"; then
 		echo "ok $((T_N += 1)) # SKIP no huge pages for the client: $(cat "$T_DIR/hb.out")"
@@ -97,6 +98,12 @@ if [ "$(id -u)" -eq 0 ] && echo 4 >$hp 2>/dev/null && [ "$(cat $hp)" -ge 2 ]; th
 		ok $? "the daemon survives it"
 		grep -q '^again_status=0$' "$T_DIR/hb.out"
 		ok $? "and the same write works once huge pages are free again"
+		grep -q '^before_status=0$' "$T_DIR/hs.out" && grep -q '^write_status=-14$' "$T_DIR/hs.out" &&
+			grep -q '^write300_status=-14$' "$T_DIR/hs.out"
+		ok $? "writes of 8 B and 300 B from a punched-out huge page fail with -EFAULT"
+		diag "$T_DIR/hs.out"
+		kill -0 "$PID" && "$HELPERS/rp-probe" "$SOCK" status >/dev/null
+		ok $? "the daemon survives them too"
 	fi
 else
 	echo "$old" >$hp 2>/dev/null

@@ -7,7 +7,9 @@
 # `rdma resource show qp|mr` list the daemons' QPs and MRs while clients are
 # attached and return to baseline; a client killed mid-transfer leaves no MR
 # and does not disturb another client; 1000 notifying writes (WRITE_WITH_IMM)
-# each notified once; a withdrawn export fails later writes with
+# each notified once; 8 B and 300 B writes from a hugetlb page punched out
+# with the pool empty (locally and to the peer) go by reference, not inline,
+# and the daemon survives them; a withdrawn export fails later writes with
 # RP_EUNEXPORTED while the link stays up and co-tenants are untouched; one
 # made while the link is briefly down reaches the importer on the next link;
 # one the importer could not hear of in time makes the device refuse a
@@ -164,6 +166,32 @@ one_guest() {
 	ok $? "rdma resource show mr lists the client regions and the export MR while attached ($base_mr -> ${held:-?})"
 	wait_steady 20 mrs_are "$base_mr"
 	ok $? "and returns to the daemons' baseline after the clients left ($(mrs) = $base_mr)"
+
+	# Writes from a hugetlb region whose page was punched out while the pool
+	# is empty: the daemon's mapping of the hole raises SIGBUS, so a payload
+	# small enough to go inline must not be copied from it (VMR_MAY_FAULT).
+	hp=/proc/sys/vm/nr_hugepages
+	old_hp=$(cat $hp)
+	if echo 4 >$hp && [ "$(cat $hp)" -ge 2 ]; then
+		spawn hs B export hsx 4096 0
+		said hs ready
+		RDMAPROXY_SOCKET="$D/A.sock" "$B/tests/helpers/hostile" hugesrc >"$D/hsl.out" 2>&1
+		RDMAPROXY_SOCKET="$D/A.sock" "$B/tests/helpers/hostile" hugesrc B hsx >"$D/hsp.out" 2>&1
+		finish hs
+		echo "$old_hp" >$hp
+		for w in hsl:"to a local export (loopback QP)" hsp:"to B's export (peer QP)"; do
+			grep -q '^before_status=0$' "$D/${w%%:*}.out" &&
+				grep -q '^write_status=0$' "$D/${w%%:*}.out" &&
+				grep -q '^write300_status=0$' "$D/${w%%:*}.out"
+			ok $? "8 B and 300 B from a punched-out huge page, pool empty, ${w#*:}: the device reads the pinned page" ||
+				diag "$D/${w%%:*}.out"
+		done
+		kill -0 "${PID[A]}" && peer_up A B
+		ok $? "A survives both and its link to B stays up" || tail -n 40 "$D/A.log" | diag
+	else
+		echo "$old_hp" >$hp
+		for _ in 1 2 3; do n=$((n + 1)); echo "ok $n # SKIP no huge pages in this guest"; done
+	fi
 
 	spawn st B export st 16M 0
 	said st ready
