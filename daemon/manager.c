@@ -341,6 +341,28 @@ static void reload_rejected(const char *err, char *msg, size_t msglen)
 			 err);
 }
 
+/*
+ * The reply to a reload. A long config path gives way to the list of
+ * settings that need a restart: it keeps its last part behind "...".
+ */
+static void reload_text(char *msg, size_t msglen, const char *path, const struct config *cfg,
+			const char *restart)
+{
+	char rest[512];
+	size_t plen = strlen(path), room;
+	int n;
+
+	n = snprintf(rest, sizeof(rest), ": log level %s, %zu peer(s)%s%s",
+		     log_level_name(cfg->log_level), cfg->n_peers,
+		     restart ? "; restart to apply: " : "", restart ? restart : "");
+	room = msglen - sizeof("reloaded ");
+	room = (size_t)n < room ? room - (size_t)n : 0;
+	if (plen > room && room > 3)
+		snprintf(msg, msglen, "reloaded ...%s%s", path + plen - (room - 3), rest);
+	else
+		snprintf(msg, msglen, "reloaded %s%s", path, rest);
+}
+
 /* Swap @cfg in; returns the RP_RESTART_* bits of what it cannot change now. */
 static unsigned reload_apply(struct manager *m, struct config *cfg, char *msg, size_t msglen)
 {
@@ -361,9 +383,7 @@ static unsigned reload_apply(struct manager *m, struct config *cfg, char *msg, s
 	if (restart)
 		log_warn("reload: changed settings that apply only at the next restart: %s", list);
 	if (msg)
-		snprintf(msg, msglen, "reloaded %s: log level %s, %zu peer(s)%s%s", m->config_path,
-			 log_level_name(cfg->log_level), cfg->n_peers,
-			 restart ? "; restart to apply: " : "", list);
+		reload_text(msg, msglen, m->config_path, cfg, restart ? list : NULL);
 	return restart;
 }
 
