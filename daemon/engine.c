@@ -451,6 +451,12 @@ static void run(struct engine *e)
 			rp_cpu_relax();
 		}
 	}
+	/*
+	 * A pass may end after its flush with more written: the CQ drained by
+	 * try_sleep() when its arming raced. Nothing may stay unpublished (or
+	 * unposted) once the loop has the thread: a session may go away there.
+	 */
+	flush(e);
 	vlocal_defer(e->vlocal, false);
 	e->core->batching = false;
 	e->running = false;

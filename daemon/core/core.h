@@ -243,6 +243,8 @@ void xfer_complete(struct session *s, const struct rp_cqe *cqe);
  * most one doorbell per session.
  */
 void core_publish(struct core *c);
+/* Take @s off the sessions to publish (it is going away). */
+void core_undirty(struct core *c, struct session *s);
 
 /* ---- region.c ---- */
 

@@ -143,6 +143,13 @@ void xfer_complete(struct session *s, const struct rp_cqe *cqe)
 		e->region = cqe->region;
 		rp_cqe_op_store(e, (uint16_t)(cqe->op | rp_cqe_lap(r->cq_tail, r->v.cq_entries)));
 	} else {
+		/*
+		 * Published only with the session: if sessions first written to
+		 * after it hold entries (a notification of this write), they go
+		 * first, or the writer could see OK before the notification.
+		 */
+		if (s->dirty && c->dirty_tail != s)
+			core_publish(c);
 		r->v.cqes[r->cq_tail & (r->v.cq_entries - 1)] = *cqe;
 	}
 	r->cq_tail++;
@@ -165,6 +172,29 @@ void xfer_complete(struct session *s, const struct rp_cqe *cqe)
 			c->dirty = s;
 		c->dirty_tail = s;
 	}
+}
+
+void core_undirty(struct core *c, struct session *s)
+{
+	struct session **pp;
+
+	if (!s->dirty)
+		return;
+	for (pp = &c->dirty; *pp; pp = &(*pp)->dirty_next)
+		if (*pp == s) {
+			*pp = s->dirty_next;
+			break;
+		}
+	if (c->dirty_tail == s) {
+		struct session *t = c->dirty;
+
+		while (t && t->dirty_next)
+			t = t->dirty_next;
+		c->dirty_tail = t;
+	}
+	c->dirty_legacy -= !s->rings.seq;
+	s->dirty = false;
+	s->dirty_next = NULL;
 }
 
 void core_publish(struct core *c)

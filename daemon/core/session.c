@@ -457,6 +457,8 @@ void session_release(struct session *s)
 	struct core *c = s->core;
 
 	s->dead = true;
+	/* Nothing is published to it any more (its rings go now). */
+	core_undirty(c, s);
 	/* Endpoints first: their posted receives reference regions. */
 	release_table(s, &s->endpoints, drop_endpoint);
 	release_table(s, &s->remotes, drop_remote);

@@ -359,6 +359,56 @@ static void test_batching(void)
 		       cqs[0].op == RP_OP_NOTIFY,
 	       "each once");
 	th_remote_close(a, hx);
+
+	/*
+	 * Both speak protocol 2, and the writer already has an entry waiting in
+	 * the pass (a plain WRITE first): its producer index must not move past
+	 * the notified write before the exporter's moves past the notification.
+	 */
+	{
+		struct th_session *w = th_session_new(&t, 1001, 1001);
+		uint32_t rw = 0, hw = 0, pw0;
+		bool first;
+
+		if (th_hello_v(w, RP_PROTO_VERSION_MIN, 2) || th_region(w, PAGE, &rw, NULL) ||
+		    th_remote_open(w, "", "x.old", &hw))
+			abort();
+		pw0 = rp_ring_load(&w->ring.v.cq->producer);
+		px0 = rp_ring_load(&x->ring.v.cq->producer);
+		q = sqe(RP_SQE_WRITE, rw, 0, hw, 0, 8);
+		sub(w, q);
+		q.flags = RP_NOTIFY;
+		ck = sub(w, q);
+		t.core->batching = true;
+		tap_is_int(xfer_run(&w->s), XFER_EMPTY,
+			   "protocol 2 both: a WRITE, then a notified one, in one pass");
+		first = rp_ring_load(&x->ring.v.cq->producer) == px0 + 1;
+		for (struct th_session *o = (struct th_session *)t.core->dirty; !first && o;
+		     o = (struct th_session *)o->s.dirty_next) {
+			if (&o->s == &w->s)
+				break;
+			first = &o->s == &x->s;
+		}
+		tap_ok(first && rp_ring_load(&w->ring.v.cq->producer) <= pw0 + 1,
+		       "the exporter's notification is published before the writer's entry for it");
+		core_publish(t.core);
+		t.core->batching = false;
+		tap_ok(reap_n(w, 4) == 2 && cqs[1].cookie == ck && cqs[1].status == 0 &&
+			       reap(x) == 1 && cqs[0].op == RP_OP_NOTIFY,
+		       "each once");
+		/* A session that goes away with entries written is no longer published to. */
+		q.flags = 0;
+		expected[sub(w, q)] = 0; /* its client leaves without reaping it */
+		t.core->batching = true;
+		xfer_run(&w->s);
+		tap_ok(t.core->dirty == &w->s, "a WRITE in a pass leaves its writer to publish");
+		th_remote_close(w, hw);
+		th_session_close(w);
+		tap_ok(!t.core->dirty && !t.core->dirty_tail && !t.core->dirty_legacy,
+		       "closing it takes it off the sessions to publish");
+		core_publish(t.core);
+		t.core->batching = false;
+	}
 	th_session_close(x);
 }
 
