@@ -92,6 +92,7 @@ struct wreq {
 	uv_write_t req;
 	struct xconn *x;
 	bool has_rx;	  /* an incoming READ served from a region: end it when written */
+	void *owned;	  /* the payload's copy, freed when written */
 	unsigned replies; /* replies in it, counted in x->replies and x->reply_cost */
 	size_t cost;
 	struct peer_rx rx;
@@ -150,7 +151,7 @@ static void close_handles(struct xconn *x)
 }
 
 static int write_out(struct xconn *x, const void *msg, size_t len, unsigned replies,
-		     const void *payload, uint64_t plen, const struct peer_rx *rx);
+		     const void *payload, uint64_t plen, const struct peer_rx *rx, void *owned);
 
 static void tcp_close(struct xconn *x)
 {
@@ -158,7 +159,7 @@ static void tcp_close(struct xconn *x)
 		return;
 	/* What is corked (a REJECT saying why, say) still goes out, if it can. */
 	if (x->cork_len && !x->resolving)
-		write_out(x, x->cork, x->cork_len, x->cork_replies, NULL, 0, NULL);
+		write_out(x, x->cork, x->cork_len, x->cork_replies, NULL, 0, NULL, NULL);
 	x->cork_len = 0;
 	x->cork_replies = 0;
 	x->closing = true;
@@ -263,6 +264,7 @@ static void on_written(uv_write_t *req, int status)
 	}
 	if (w->has_rx)
 		peer_x_rx_end(x->st.link, &w->rx, status < 0 ? -ECONNRESET : 0);
+	free(w->owned);
 	if (status < 0 && status != UV_ECANCELED)
 		xfail(x, -ECONNRESET, "write: %s", uv_strerror(status));
 	free(w);
@@ -313,7 +315,7 @@ static int64_t write_now(struct xconn *x, const void *msg, size_t len, const voi
 
 /* Write @len bytes of @msg (holding @replies replies) and @plen bytes at @payload. */
 static int write_out(struct xconn *x, const void *msg, size_t len, unsigned replies,
-		     const void *payload, uint64_t plen, const struct peer_rx *rx)
+		     const void *payload, uint64_t plen, const struct peer_rx *rx, void *owned)
 {
 	struct wreq *w;
 	uv_buf_t bufs[2];
@@ -327,8 +329,10 @@ static int write_out(struct xconn *x, const void *msg, size_t len, unsigned repl
 	 */
 	if (!rx) {
 		done = write_now(x, msg, len, payload, plen);
-		if ((uint64_t)done == len + plen)
+		if ((uint64_t)done == len + plen) {
+			free(owned);
 			return 0;
+		}
 		if ((size_t)done >= len) {
 			payload = (const char *)payload + (done - (int64_t)len);
 			plen -= (uint64_t)done - len;
@@ -340,9 +344,12 @@ static int write_out(struct xconn *x, const void *msg, size_t len, unsigned repl
 		}
 	}
 	w = malloc(sizeof(*w) + len);
-	if (!w)
+	if (!w) {
+		free(owned);
 		return -ENOMEM;
+	}
 	w->x = x;
+	w->owned = owned;
 	w->req.data = w;
 	w->has_rx = rx != NULL;
 	if (rx)
@@ -356,6 +363,7 @@ static int write_out(struct xconn *x, const void *msg, size_t len, unsigned repl
 		bufs[n++] = uv_buf_init((char *)payload, (unsigned)plen);
 	r = uv_write(&w->req, (uv_stream_t *)&x->tcp, bufs, n, on_written);
 	if (r < 0) {
+		free(owned);
 		free(w);
 		return -ENOTCONN;
 	}
@@ -374,7 +382,7 @@ static int cork_flush(struct xconn *x)
 	int r = 0;
 
 	if (x->cork_len && !x->closing)
-		r = write_out(x, x->cork, x->cork_len, x->cork_replies, NULL, 0, NULL);
+		r = write_out(x, x->cork, x->cork_len, x->cork_replies, NULL, 0, NULL, NULL);
 	x->cork_len = 0;
 	x->cork_replies = 0;
 	if (r < 0)
@@ -426,23 +434,23 @@ static int cork(struct xconn *x, const void *msg, size_t len, bool reply)
 
 /* Queue a fixed part plus an optional payload iovec, in order with what is corked. */
 static int queue(struct xconn *x, const void *msg, size_t len, const void *payload, uint64_t plen,
-		 const struct peer_rx *rx)
+		 const struct peer_rx *rx, void *owned)
 {
 	const struct pp_hdr *h = msg;
 
-	if (x->closing)
+	if (x->closing || (plen || rx ? cork_flush(x) < 0 : false)) {
+		free(owned);
 		return -ENOTCONN;
+	}
 	if (!plen && !rx)
 		return cork(x, msg, len, is_reply(h->type));
-	if (cork_flush(x) < 0)
-		return -ENOTCONN;
-	return write_out(x, msg, len, is_reply(h->type), payload, plen, rx);
+	return write_out(x, msg, len, is_reply(h->type), payload, plen, rx, owned);
 }
 
 static int stream_write(struct tstream *st, const void *msg, size_t len, const void *payload,
-			uint64_t plen, const struct peer_rx *rx)
+			uint64_t plen, const struct peer_rx *rx, void *owned)
 {
-	return queue((struct xconn *)st, msg, len, payload, plen, rx);
+	return queue((struct xconn *)st, msg, len, payload, plen, rx, owned);
 }
 
 static const struct tstream_io stream_io = {

@@ -258,6 +258,7 @@ struct region {
 	uint64_t len;
 	uint32_t id;
 	struct vmr *xport; /* local-access MR (verbs), NULL on tcp */
+	bool huge;	   /* hugetlbfs: a page may vanish (copy with guarded_memmove()) */
 };
 
 /*

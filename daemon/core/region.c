@@ -183,6 +183,7 @@ int region_job_done(struct region_job *j, struct region **ret)
 	r->addr = j->addr;
 	r->len = j->len;
 	r->xport = j->mr;
+	r->huge = j->huge;
 	r->acct = j->acct; /* the job's reference is the region's now */
 	*ret = r;
 	return 0;

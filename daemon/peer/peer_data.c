@@ -261,6 +261,16 @@ void peer_x_op_done(struct peer_op *op, int status)
 
 static void park(struct pop *o, struct peer *pr);
 
+/*
+ * What a transport's refusal to send an op means for it: its own memory
+ * vanished (-EFAULT, a hugetlbfs hole) or could not be copied (-ENOMEM),
+ * or the link cannot take it.
+ */
+static int own_failure(int r)
+{
+	return r == -EFAULT || r == -ENOMEM ? r : -RP_EPEERDOWN;
+}
+
 /* Put @o on @l and hand it to the transport; on failure it is on no list. */
 static int pop_post(struct pop *o, struct peer_link *l)
 {
@@ -321,7 +331,7 @@ static int submit_on(struct peer *pr, struct peer_link *l, struct pop *o)
 	}
 	if (r < 0) {
 		free(o);
-		return -RP_EPEERDOWN;
+		return own_failure(r);
 	}
 taken:
 	pr->ops_out++;
@@ -587,7 +597,7 @@ static void replay(struct peer_link *l)
 			continue;
 		}
 		if (r < 0) {
-			pop_report(o, -RP_EPEERDOWN);
+			pop_report(o, own_failure(r));
 			continue;
 		}
 		n++;
@@ -753,6 +763,7 @@ static int rx_export(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 		return -RP_ENOTIFYSPACE;
 	tok->region = region_ref(e->region);
 	rx->addr = (char *)e->region->addr + rx->off;
+	rx->may_fault = e->region->huge;
 	return 0;
 }
 
@@ -763,6 +774,7 @@ static int rx_send(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 	if (r < 0)
 		return r;
 	rx->addr = recv_addr(tok->rop);
+	rx->may_fault = tok->rop->region->huge;
 	return 0;
 }
 

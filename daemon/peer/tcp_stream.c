@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/memguard.h"
 #include "core/core.h" /* struct region */
 
 /*
@@ -76,7 +77,7 @@ int tstream_send_ctrl(struct xconn *x, const void *msg, size_t len)
 		return -EMSGSIZE;
 	if (st->failed)
 		return -ENOTCONN;
-	return st->io->write(st, msg, len, NULL, 0, NULL);
+	return st->io->write(st, msg, len, NULL, 0, NULL, NULL);
 }
 
 int tstream_submit(struct xconn *x, struct peer_op *op)
@@ -88,6 +89,7 @@ int tstream_submit(struct xconn *x, struct peer_op *op)
 		struct pp_send s;
 	} m;
 	const char *payload = (const char *)op->region->addr + op->off;
+	char *bounce = NULL;
 	uint64_t id = ++st->next_id;
 	size_t len;
 	int r;
@@ -123,8 +125,21 @@ int tstream_submit(struct xconn *x, struct peer_op *op)
 	default:
 		return -EINVAL;
 	}
+	if (op->kind != PEER_OP_READ && op->len && op->region->huge) {
+		/* A hole the client punched would fail the socket's write: copy first. */
+		bounce = malloc(op->len);
+		if (!bounce)
+			return -ENOMEM;
+		r = guarded_memmove(bounce, payload, op->len);
+		if (r < 0) {
+			free(bounce);
+			return r;
+		}
+		payload = bounce;
+	}
 	op->fate = PEER_OP_POSTED;
-	r = st->io->write(st, &m, len, payload, op->kind == PEER_OP_READ ? 0 : op->len, NULL);
+	r = st->io->write(st, &m, len, payload, op->kind == PEER_OP_READ ? 0 : op->len, NULL,
+			  bounce);
 	if (r < 0) {
 		op->fate = PEER_OP_QUEUED;
 		return r;
@@ -152,13 +167,21 @@ static struct peer_op *pop_op(struct tstream *st, uint64_t id, uint16_t kind)
 	return op;
 }
 
-static void expect_payload(struct tstream *st, void *dst, uint64_t len)
+/*
+ * @may_fault: @dst is on hugetlbfs, where a client may punch a hole that
+ * raises SIGBUS when touched: it is then filled only through the staging
+ * buffer with guarded copies, and a fault costs this transfer (-EFAULT), not
+ * the daemon or the link (a read() straight into it would fail the socket).
+ */
+static void expect_payload(struct tstream *st, void *dst, uint64_t len, bool may_fault)
 {
 	if (!len)
 		return; /* nothing follows the fixed part: the next header does */
 	st->have = 0;
 	st->left = len;
 	st->dst = dst;
+	st->dst_fault = may_fault;
+	st->pay_err = 0;
 	st->phase = dst ? TS_PAYLOAD : TS_DISCARD;
 }
 
@@ -169,7 +192,7 @@ static void reply_status(struct tstream *st, uint16_t type, uint64_t id, int sta
 	memset(&m, 0, sizeof(m));
 	pp_hdr_init(&m.h, type, id);
 	m.status = status;
-	if (st->io->write(st, &m, sizeof(m), NULL, 0, NULL) < 0)
+	if (st->io->write(st, &m, sizeof(m), NULL, 0, NULL, NULL) < 0)
 		sfail(st, -ENOMEM, "cannot queue a reply");
 }
 
@@ -204,7 +227,7 @@ static void rx_start(struct tstream *st, const struct pp_hdr *h)
 		return;
 	}
 	st->rx_active = st->rx_status == 0;
-	expect_payload(st, st->rx_active ? st->rx.addr : NULL, st->rx.len);
+	expect_payload(st, st->rx_active ? st->rx.addr : NULL, st->rx.len, st->rx.may_fault);
 }
 
 /* The payload of the incoming WRITE/SEND is complete (or was discarded). */
@@ -214,7 +237,8 @@ static void rx_finish(struct tstream *st)
 
 	if (st->rx_active) {
 		st->rx_active = false;
-		status = peer_x_rx_end(st->link, &st->rx, 0);
+		status = peer_x_rx_end(st->link, &st->rx, st->pay_err);
+		st->pay_err = 0;
 	}
 	reply_status(st, (uint16_t)(st->rx_type + 1), st->rx_id, status);
 }
@@ -224,6 +248,7 @@ static void serve_read(struct tstream *st, const struct pp_hdr *h)
 	struct pp_read m;
 	struct pp_read_r rr;
 	struct peer_rx rx;
+	char *bounce = NULL;
 	int status;
 
 	memcpy(&m, st->fixed, sizeof(m));
@@ -238,11 +263,22 @@ static void serve_read(struct tstream *st, const struct pp_hdr *h)
 		sfail(st, -EPROTO, "data before authentication");
 		return;
 	}
+	if (!status && rx.may_fault && m.len) {
+		/* A hole the exporter punched would fail the socket's write: copy first. */
+		bounce = malloc(m.len);
+		status = bounce ? guarded_memmove(bounce, rx.addr, m.len) : -ENOMEM;
+		if (status < 0) {
+			free(bounce);
+			bounce = NULL;
+			peer_x_rx_end(st->link, &rx, status);
+		}
+	}
 	memset(&rr, 0, sizeof(rr));
 	pp_hdr_init(&rr.h, PP_READ_R, h->id);
 	rr.status = status;
 	rr.len = status ? 0 : m.len;
-	if (st->io->write(st, &rr, sizeof(rr), rx.addr, rr.len, status ? NULL : &rx) < 0) {
+	if (st->io->write(st, &rr, sizeof(rr), bounce ? bounce : rx.addr, rr.len,
+			  status ? NULL : &rx, bounce) < 0) {
 		if (!status)
 			peer_x_rx_end(st->link, &rx, -ECONNRESET);
 		sfail(st, -ENOMEM, "cannot queue a read reply");
@@ -275,7 +311,8 @@ static void on_reply(struct tstream *st, const struct pp_hdr *h)
 		}
 		if (rr.status == 0 && rr.len) {
 			st->rop = op;
-			expect_payload(st, (char *)op->region->addr + op->off, rr.len);
+			expect_payload(st, (char *)op->region->addr + op->off, rr.len,
+				       op->region->huge);
 			return;
 		}
 		peer_x_op_done(op, rr.status);
@@ -325,7 +362,8 @@ static void payload_done(struct tstream *st)
 	expect_hdr(st);
 	if (op) {
 		st->rop = NULL;
-		peer_x_op_done(op, 0);
+		peer_x_op_done(op, st->pay_err);
+		st->pay_err = 0;
 		return;
 	}
 	rx_finish(st);
@@ -334,7 +372,7 @@ static void payload_done(struct tstream *st)
 void tstream_rx_buf(struct tstream *st, char **ret_buf, size_t *ret_len)
 {
 	st->rx_direct = false;
-	if (st->phase == TS_PAYLOAD && st->rpos == st->rlen && st->left > RBUF) {
+	if (st->phase == TS_PAYLOAD && st->rpos == st->rlen && st->left > RBUF && !st->dst_fault) {
 		st->rx_direct = true;
 		*ret_buf = st->dst;
 		*ret_len = st->left < PAYLOAD_CHUNK ? st->left : PAYLOAD_CHUNK;
@@ -376,8 +414,12 @@ static void take_fixed(struct tstream *st, const char *p, size_t n)
 static void take_payload(struct tstream *st, const char *p, size_t n)
 {
 	if (st->phase == TS_PAYLOAD) {
-		if (p != st->dst)
+		if (p == st->dst)
+			;
+		else if (!st->dst_fault)
 			memcpy(st->dst, p, n);
+		else if ((st->pay_err = guarded_memmove(st->dst, p, n)) < 0)
+			st->phase = TS_DISCARD; /* the rest is read and dropped */
 		st->dst += n;
 	}
 	st->left -= n;

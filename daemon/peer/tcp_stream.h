@@ -34,10 +34,12 @@ struct tstream_io {
 	/*
 	 * Queue @len bytes of @msg, then @plen bytes at @payload. @rx: an incoming
 	 * READ served from a region; the glue ends it (peer_x_rx_end) once the
-	 * payload is written. 0 or <0 (the stream then fails the connection).
+	 * payload is written. @owned (NULL or the payload itself: a copy made
+	 * from memory that may fault) is the glue's to free once written, or at
+	 * once if it fails. 0 or <0 (the stream then fails the connection).
 	 */
 	int (*write)(struct tstream *st, const void *msg, size_t len, const void *payload,
-		     uint64_t plen, const struct peer_rx *rx);
+		     uint64_t plen, const struct peer_rx *rx, void *owned);
 	/* Close the connection: the first @err and @why are the ones reported. */
 	void (*fail)(struct tstream *st, int err, const char *why);
 };
@@ -56,6 +58,8 @@ struct tstream {
 	size_t have, need;
 	char *dst;	   /* TS_PAYLOAD: where the next bytes go */
 	uint64_t left;	   /* payload bytes still to come */
+	bool dst_fault;	   /* dst is on hugetlbfs: copied into, guarded, never read into */
+	int pay_err;	   /* -EFAULT: the rest of the payload was discarded */
 	struct peer_rx rx; /* the incoming WRITE/SEND whose payload is being read */
 	bool rx_active;
 	int rx_status;	  /* status to answer after a discarded payload */

@@ -194,8 +194,9 @@ struct peer_rx {
 	char endpoint[RP_NAME_MAX]; /* SEND, NUL-terminated (the transport validates) */
 
 	/* Result of peer_x_rx_begin(), owned by the peer layer. */
-	void *addr;  /* len bytes, valid until peer_x_rx_end() */
-	void *token; /* peer layer's state for this rx */
+	void *addr;	/* len bytes, valid until peer_x_rx_end() */
+	void *token;	/* peer layer's state for this rx */
+	bool may_fault; /* addr is on hugetlbfs: copy with guarded_memmove() */
 };
 
 struct transport_ops {

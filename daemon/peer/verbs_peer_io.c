@@ -32,6 +32,7 @@
 
 #include "core/core.h" /* struct region */
 #include "base/log.h"
+#include "base/memguard.h"
 #include "rdma/verbs_local.h"
 #include "peer/verbs_peer_io.h"
 #include "rdma/vx.h"
@@ -850,6 +851,7 @@ static int send_first(struct vconn *c, const struct vp_hdr *h, const struct vp_s
 	memcpy(c->rx.endpoint, s->endpoint, sizeof(c->rx.endpoint));
 	c->rx_id = h->id;
 	c->rx_off = 0;
+	c->rx_err = 0;
 	r = peer_x_rx_begin(c->link, &c->rx);
 	c->rx_state = r < 0 ? VC_RX_REFUSED : VC_RX_ACTIVE;
 	if (r < 0) /* refuse now: the sender stops posting the rest */
@@ -878,7 +880,11 @@ static int on_send(struct vconn *c, const struct vp_hdr *h, const uint8_t *body)
 		/* The one copy on the receiving side: buffer -> the client's posted receive. */
 		if (s.off != c->rx_off || n > c->rx.len - c->rx_off)
 			return -EPROTO;
-		memcpy((uint8_t *)c->rx.addr + c->rx_off, body + sizeof(s), n);
+		if (!c->rx.may_fault)
+			memcpy((uint8_t *)c->rx.addr + c->rx_off, body + sizeof(s), n);
+		else if (!c->rx_err)
+			c->rx_err = guarded_memmove((uint8_t *)c->rx.addr + c->rx_off,
+						    body + sizeof(s), n);
 		c->rx_off += n;
 	}
 	if (!(h->flags & VP_F_LAST))
@@ -887,7 +893,7 @@ static int on_send(struct vconn *c, const struct vp_hdr *h, const uint8_t *body)
 		if (c->rx_off != c->rx.len)
 			return -EPROTO;
 		c->rx_state = VC_RX_NONE;
-		rx_reply(c, VP_SEND_R, h->id, peer_x_rx_end(c->link, &c->rx, 0));
+		rx_reply(c, VP_SEND_R, h->id, peer_x_rx_end(c->link, &c->rx, c->rx_err));
 	}
 	c->rx_state = VC_RX_NONE;
 	return 0;

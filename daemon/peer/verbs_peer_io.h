@@ -288,6 +288,7 @@ struct vconn {
 	struct peer_rx rx;
 	uint64_t rx_id;
 	uint64_t rx_off;
+	int rx_err;	     /* -EFAULT: a chunk could not be placed (hugetlbfs hole) */
 	enum vc_rx rx_state; /* of the SEND message arriving in chunks */
 };
 

@@ -212,7 +212,7 @@ static void stream_fail(struct tstream *st, int err, const char *why)
 }
 
 static int stream_write(struct tstream *st, const void *msg, size_t len, const void *payload,
-			uint64_t plen, const struct peer_rx *rx)
+			uint64_t plen, const struct peer_rx *rx, void *owned)
 {
 	struct xconn *x = (struct xconn *)st;
 	const volatile uint8_t *p = payload;
@@ -220,10 +220,10 @@ static int stream_write(struct tstream *st, const void *msg, size_t len, const v
 	uint64_t i;
 
 	need(len >= sizeof(struct pp_hdr) && len <= PP_FIXED_MAX);
-	if (x->closing)
-		return -ENOTCONN;
-	if (rx && x->n_rx == PB_MAX_RX)
-		return -ENOMEM; /* the glue could not queue it either */
+	if (x->closing || (rx && x->n_rx == PB_MAX_RX)) {
+		free(owned); /* the glue could not queue it either */
+		return x->closing ? -ENOTCONN : -ENOMEM;
+	}
 	/* The payload is read where the stream says it is, as writev() would. */
 	for (i = 0; i < plen; i++)
 		sum ^= p[i];
@@ -249,6 +249,7 @@ static int stream_write(struct tstream *st, const void *msg, size_t len, const v
 		m->len = (uint32_t)len;
 	}
 	x->written += len + plen;
+	free(owned);
 	return 0;
 }
 

@@ -11,6 +11,12 @@
  *                            the same with the punched region as the source
  *                            of 8 B writes (small enough to go inline), into
  *                            EXPORT on PEER or into a local export of its own
+ *   hostile hugepeer ASOCK BSOCK PEER
+ *                            clients of two peered daemons, each with a
+ *                            hugetlb region whose page is punched out (pool
+ *                            empty): A's client reads into, writes from and
+ *                            sends from its hole, and writes into, reads from
+ *                            and sends into B's; then one plain write
  *   hostile hold N           open N connections, never say HELLO, print
  *                            "holding"; for each line on stdin print how many
  *                            the daemon keeps; hold until stdin closes
@@ -161,6 +167,83 @@ static int hugesrc(const char *peer, const char *name)
 	write_report(c, h, rm, 300, 3, "write300");
 	close(hog);
 	rp_disconnect(c);
+	return 0;
+}
+
+static struct rp_client *connect_to(const char *path)
+{
+	struct rp_client *c;
+	int r = rp_connect(path, &c);
+
+	if (r < 0) {
+		printf("connect=%s\n", rp_strerror(r));
+		exit(1);
+	}
+	return c;
+}
+
+static void report(struct rp_client *c, int r, const char *what)
+{
+	struct rp_completion cp;
+
+	if (r == 0 && wait_one(c, &cp) == 0)
+		printf("%s=%d\n", what, cp.status);
+	else
+		printf("%s=none (%s)\n", what, rp_strerror(r));
+	fflush(stdout);
+}
+
+static int hugepeer(const char *asock, const char *bsock, const char *peer)
+{
+	struct rp_client *a = connect_to(asock), *b = connect_to(bsock);
+	struct rp_region *ha, *na, *hb, *nb;
+	struct rp_remote *rh, *rn;
+	struct rp_endpoint *eh, *en;
+	const char *me = rp_node_name(a);
+	struct rp_export_acl acl = { .peers = &me, .n_peers = 1 };
+	unsigned rw = RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE;
+	int r, hog;
+
+	r = rp_region_alloc(b, HUGE, RP_REGION_HUGE, &hb);
+	if (r == 0)
+		r = rp_region_alloc(a, HUGE, RP_REGION_HUGE, &ha);
+	if (r < 0) {
+		printf("huge=%s\n", rp_strerror(r));
+		return 0;
+	}
+	if (rp_region_alloc(a, 65536, 0, &na) < 0 || rp_region_alloc(b, 65536, 0, &nb) < 0 ||
+	    rp_region_export_acl(hb, "hx", rw, &acl) < 0 ||
+	    rp_region_export_acl(nb, "nx", rw, &acl) < 0 || rp_endpoint_bind(b, "he", &eh) < 0 ||
+	    rp_endpoint_bind(b, "ne", &en) < 0 || rp_post_recv(eh, hb, 0, 65536, 1) < 0 ||
+	    rp_post_recv(en, nb, 0, 65536, 2) < 0)
+		return 1;
+	r = rp_remote_open(a, peer, "hx", &rh);
+	if (r == 0)
+		r = rp_remote_open(a, peer, "nx", &rn);
+	if (r < 0) {
+		printf("open=%s\n", rp_strerror(r));
+		return 1;
+	}
+	if (madvise(rp_region_ptr(hb), HUGE, MADV_REMOVE) < 0)
+		printf("madvise=%s\n", strerror(errno));
+	hog = punch_and_hog(ha);
+	/* A's own region has the hole. */
+	report(a, rp_read(a, ha, 0, rn, 0, 8, 1, 0), "read_into_hole_8");
+	report(a, rp_read(a, ha, 0, rn, 0, 65536, 2, 0), "read_into_hole_64k");
+	report(a, rp_write(a, ha, 0, rn, 0, 8, 3, 0), "write_from_hole_8");
+	report(a, rp_write(a, ha, 0, rn, 0, 65536, 4, 0), "write_from_hole_64k");
+	report(a, rp_send(a, peer, "ne", ha, 0, 8, 5), "send_from_hole");
+	/* B's export and posted receive have it. */
+	report(a, rp_write(a, na, 0, rh, 0, 8, 6, 0), "write_into_hole_8");
+	report(a, rp_write(a, na, 0, rh, 0, 65536, 7, 0), "write_into_hole_64k");
+	report(a, rp_read(a, na, 0, rh, 0, 8, 8, 0), "read_from_hole_8");
+	report(a, rp_read(a, na, 0, rh, 0, 65536, 9, 0), "read_from_hole_64k");
+	report(a, rp_send(a, peer, "he", na, 0, 8, 10), "send_into_hole");
+	/* The link took none of that badly. */
+	report(a, rp_write(a, na, 0, rn, 0, 65536, 11, 0), "plain_write");
+	close(hog);
+	rp_disconnect(a);
+	rp_disconnect(b);
 	return 0;
 }
 
@@ -409,6 +492,8 @@ int main(int argc, char **argv)
 		return hugesrc(NULL, NULL);
 	if (argc == 4 && !strcmp(argv[1], "hugesrc"))
 		return hugesrc(argv[2], argv[3]);
+	if (argc == 5 && !strcmp(argv[1], "hugepeer"))
+		return hugepeer(argv[2], argv[3], argv[4]);
 	if (argc == 3 && !strcmp(argv[1], "bigreg"))
 		return bigreg(atol(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "hold"))
@@ -419,7 +504,8 @@ int main(int argc, char **argv)
 		return notifyfull(atoi(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "regs"))
 		return regs();
-	fprintf(stderr, "usage: hostile hugebus|hugesrc [PEER EXPORT]|hold N|exports N|notifyfull "
+	fprintf(stderr, "usage: hostile hugebus|hugesrc [PEER EXPORT]|hugepeer ASOCK BSOCK "
+			"PEER|hold N|exports N|notifyfull "
 			"N|bigreg MB|regs\n");
 	return 2;
 }

@@ -6,7 +6,9 @@
 # rejected, peers removed and added by a SIGHUP reload. Misbehaving peers
 # (test-peers-raw): unauthenticated HELLOs naming a configured peer disturb
 # no genuine link; a peer flooding requests it never reads the replies of
-# leaves the daemon's memory bounded and is dropped.
+# leaves the daemon's memory bounded and is dropped. A client's hugetlb
+# region with a hole punched in it (pool empty) costs its own operations
+# -EFAULT, in either direction, never a daemon or the link.
 . "$(dirname "$0")/lib.sh"
 
 IO="$top_builddir/tests/integration/test-peers-io"
@@ -151,6 +153,30 @@ want=$(awk -F'notified_ok=' '/^load/ { split($2, a, " "); s += a[1] } END { prin
 ok $? "16 clients for 5 s: every op reported once, every byte read back right, each of the $want notifying writes notified once ($got)"
 diag "$T_DIR/load"
 
+# ---- hugetlb holes (page punched out, pool empty) on both ends of a link ----
+hp=/proc/sys/vm/nr_hugepages
+old_hp=$(cat $hp 2>/dev/null || echo 0)
+if [ "$(id -u)" -eq 0 ] && echo 8 >$hp 2>/dev/null && [ "$(cat $hp)" -ge 4 ]; then
+	"$top_builddir/tests/helpers/hostile" hugepeer "$T_DIR/A.sock" "$T_DIR/B.sock" B \
+		>"$T_DIR/hp.out" 2>&1
+	echo "$old_hp" >$hp
+	diag "$T_DIR/hp.out"
+	if grep -q '^huge=' "$T_DIR/hp.out"; then
+		for _ in 1 2 3; do echo "ok $((T_N += 1)) # SKIP no huge pages for the client"; done
+	else
+		bad=$(grep -E '_hole' "$T_DIR/hp.out" | grep -cvx '[a-z_0-9]*=-14')
+		[ "$(grep -c '_hole' "$T_DIR/hp.out")" -eq 10 ] && [ "$bad" -eq 0 ]
+		ok $? "reads, writes and sends into, from and out of hugetlb holes on either end fail with -EFAULT ($bad did not)"
+		kill -0 "${PID[A]}" && kill -0 "${PID[B]}" && state_is A B up && state_is B A up
+		ok $? "both daemons survive them and the link stays up"
+		grep -qx 'plain_write=0' "$T_DIR/hp.out"
+		ok $? "a plain write over the same link then succeeds"
+	fi
+else
+	echo "$old_hp" >$hp 2>/dev/null
+	echo "ok $((T_N += 1)) # SKIP cannot reserve huge pages here (needs root)"
+fi
+
 # ---- a peer SIGKILLed in the middle of transfers ----
 spawn k B export k 1M 0
 said k ready
@@ -202,9 +228,9 @@ sed -i "s|^\[peer \"C\"\]|[peer \"D\"]\naddress = 127.0.0.1:${PORT[D]}\nkey_file
 kill -HUP "${PID[A]}"
 start D
 wait_for 30 grep -q "shared key" "$T_DIR/D.log"
-ok $? "wrong key: rejected, the dialling side logs why"
+ok $? "wrong key: rejected, the dialling side logs why" || tail -n 40 "$T_DIR/D.log" | diag
 wait_for 30 grep -q "handshake with D .*shared key\|rejected by the peer: .*shared key" "$T_DIR/A.log"
-ok $? "wrong key: the other side logs it too"
+ok $? "wrong key: the other side logs it too" || grep -n 'peer D\|reload\|D:' "$T_DIR/A.log" | tail -n 40 | diag
 ! grep -q "peer D: .* -> up" "$T_DIR/A.log"
 ok $? "wrong key: never up"
 conf E A

@@ -9,7 +9,8 @@
 # and does not disturb another client; 1000 notifying writes (WRITE_WITH_IMM)
 # each notified once; 8 B and 300 B writes from a hugetlb page punched out
 # with the pool empty (locally and to the peer) go by reference, not inline,
-# and the daemon survives them; a withdrawn export fails later writes with
+# and the daemon survives them, as it does holes on both ends of the link
+# (a SEND into one fails with -EFAULT); a withdrawn export fails later writes with
 # RP_EUNEXPORTED while the link stays up and co-tenants are untouched; one
 # made while the link is briefly down reaches the importer on the next link;
 # one the importer could not hear of in time makes the device refuse a
@@ -188,9 +189,21 @@ one_guest() {
 		done
 		kill -0 "${PID[A]}" && peer_up A B
 		ok $? "A survives both and its link to B stays up" || tail -n 40 "$D/A.log" | diag
+		# Holes on both ends: the devices read and write the pinned pages;
+		# only a SEND is copied by B's CPU into the posted receive.
+		echo 8 >$hp
+		"$B/tests/helpers/hostile" hugepeer "$D/A.sock" "$D/B.sock" B >"$D/hp.out" 2>&1
+		echo "$old_hp" >$hp
+		bad=$(grep '_hole' "$D/hp.out" | grep -v '^send_into_hole=' | grep -cvx '[a-z_0-9]*=0')
+		[ "$(grep -c '_hole' "$D/hp.out")" -eq 10 ] && [ "$bad" -eq 0 ] &&
+			grep -qx 'send_into_hole=-14' "$D/hp.out" && grep -qx 'plain_write=0' "$D/hp.out"
+		ok $? "holes on both ends of the link: one-sided ops use the pinned pages, a SEND into one fails with -EFAULT" ||
+			diag "$D/hp.out"
+		kill -0 "${PID[A]}" && kill -0 "${PID[B]}" && peer_up A B && peer_up B A
+		ok $? "A and B survive it, the link stays up" || tail -n 40 "$D/B.log" | diag
 	else
 		echo "$old_hp" >$hp
-		for _ in 1 2 3; do n=$((n + 1)); echo "ok $n # SKIP no huge pages in this guest"; done
+		for _ in 1 2 3 4 5; do n=$((n + 1)); echo "ok $n # SKIP no huge pages in this guest"; done
 	fi
 
 	spawn st B export st 16M 0
