@@ -264,7 +264,7 @@ static void on_written(uv_write_t *req, int status)
 	}
 	if (w->has_rx)
 		peer_x_rx_end(x->st.link, &w->rx, status < 0 ? -ECONNRESET : 0);
-	free(w->owned);
+	tstream_bounce_free(w->owned);
 	if (status < 0 && status != UV_ECANCELED)
 		xfail(x, -ECONNRESET, "write: %s", uv_strerror(status));
 	free(w);
@@ -330,7 +330,7 @@ static int write_out(struct xconn *x, const void *msg, size_t len, unsigned repl
 	if (!rx) {
 		done = write_now(x, msg, len, payload, plen);
 		if ((uint64_t)done == len + plen) {
-			free(owned);
+			tstream_bounce_free(owned);
 			return 0;
 		}
 		if ((size_t)done >= len) {
@@ -345,7 +345,7 @@ static int write_out(struct xconn *x, const void *msg, size_t len, unsigned repl
 	}
 	w = malloc(sizeof(*w) + len);
 	if (!w) {
-		free(owned);
+		tstream_bounce_free(owned);
 		return -ENOMEM;
 	}
 	w->x = x;
@@ -363,7 +363,7 @@ static int write_out(struct xconn *x, const void *msg, size_t len, unsigned repl
 		bufs[n++] = uv_buf_init((char *)payload, (unsigned)plen);
 	r = uv_write(&w->req, (uv_stream_t *)&x->tcp, bufs, n, on_written);
 	if (r < 0) {
-		free(owned);
+		tstream_bounce_free(owned);
 		free(w);
 		return -ENOTCONN;
 	}
@@ -439,7 +439,7 @@ static int queue(struct xconn *x, const void *msg, size_t len, const void *paylo
 	const struct pp_hdr *h = msg;
 
 	if (x->closing || (plen || rx ? cork_flush(x) < 0 : false)) {
-		free(owned);
+		tstream_bounce_free(owned);
 		return -ENOTCONN;
 	}
 	if (!plen && !rx)

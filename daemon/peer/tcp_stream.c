@@ -18,6 +18,54 @@
 #define RBUF 4096
 #define PAYLOAD_CHUNK (64u << 20) /* largest single read into a region */
 
+/*
+ * Payloads sent from memory that may fault (hugetlbfs) are copied first:
+ * this much at most, daemon-wide, at any moment. A copy that does not fit
+ * fails its operation with -ENOMEM (try again later) instead of growing the
+ * daemon without bound.
+ */
+#define BOUNCE_MAX (256ull << 20)
+
+static uint64_t bounce_bytes;
+
+struct bounce {
+	uint64_t len;
+	_Alignas(16) char data[];
+};
+
+/* A guarded copy of @len bytes at @src: 0 and *ret, -EFAULT or -ENOMEM. */
+static int bounce_new(const void *src, uint64_t len, char **ret)
+{
+	struct bounce *b;
+	int r;
+
+	if (len > BOUNCE_MAX - bounce_bytes)
+		return -ENOMEM;
+	b = malloc(sizeof(*b) + len);
+	if (!b)
+		return -ENOMEM;
+	r = guarded_memmove(b->data, src, len);
+	if (r < 0) {
+		free(b);
+		return r;
+	}
+	b->len = len;
+	bounce_bytes += len;
+	*ret = b->data;
+	return 0;
+}
+
+void tstream_bounce_free(void *data)
+{
+	struct bounce *b;
+
+	if (!data)
+		return;
+	b = (struct bounce *)((char *)data - offsetof(struct bounce, data));
+	bounce_bytes -= b->len;
+	free(b);
+}
+
 #define OP_NEXT(op) (*(struct peer_op **)&(op)->scratch[0])
 #define OP_ID(op) ((op)->scratch[1])
 
@@ -127,14 +175,9 @@ int tstream_submit(struct xconn *x, struct peer_op *op)
 	}
 	if (op->kind != PEER_OP_READ && op->len && op->region->huge) {
 		/* A hole the client punched would fail the socket's write: copy first. */
-		bounce = malloc(op->len);
-		if (!bounce)
-			return -ENOMEM;
-		r = guarded_memmove(bounce, payload, op->len);
-		if (r < 0) {
-			free(bounce);
+		r = bounce_new(payload, op->len, &bounce);
+		if (r < 0)
 			return r;
-		}
 		payload = bounce;
 	}
 	op->fate = PEER_OP_POSTED;
@@ -265,13 +308,9 @@ static void serve_read(struct tstream *st, const struct pp_hdr *h)
 	}
 	if (!status && rx.may_fault && m.len) {
 		/* A hole the exporter punched would fail the socket's write: copy first. */
-		bounce = malloc(m.len);
-		status = bounce ? guarded_memmove(bounce, rx.addr, m.len) : -ENOMEM;
-		if (status < 0) {
-			free(bounce);
-			bounce = NULL;
+		status = bounce_new(rx.addr, m.len, &bounce);
+		if (status < 0)
 			peer_x_rx_end(st->link, &rx, status);
-		}
 	}
 	memset(&rr, 0, sizeof(rr));
 	pp_hdr_init(&rr.h, PP_READ_R, h->id);

@@ -35,8 +35,9 @@ struct tstream_io {
 	 * Queue @len bytes of @msg, then @plen bytes at @payload. @rx: an incoming
 	 * READ served from a region; the glue ends it (peer_x_rx_end) once the
 	 * payload is written. @owned (NULL or the payload itself: a copy made
-	 * from memory that may fault) is the glue's to free once written, or at
-	 * once if it fails. 0 or <0 (the stream then fails the connection).
+	 * from memory that may fault) is the glue's to give back with
+	 * tstream_bounce_free() once written, or at once if it fails. 0 or <0
+	 * (the stream then fails the connection).
 	 */
 	int (*write)(struct tstream *st, const void *msg, size_t len, const void *payload,
 		     uint64_t plen, const struct peer_rx *rx, void *owned);
@@ -81,6 +82,8 @@ struct tstream {
 };
 
 void tstream_init(struct tstream *st, const struct tstream_io *io, struct peer_link *link);
+/* Give back a payload's copy (tstream_io.write's @owned); NULL is a no-op. */
+void tstream_bounce_free(void *owned);
 /* Where the next received bytes go, and at most how many (0: no memory). */
 void tstream_rx_buf(struct tstream *st, char **ret_buf, size_t *ret_len);
 /* @n bytes arrived at the buffer tstream_rx_buf() gave: act on them. */

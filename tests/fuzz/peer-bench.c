@@ -221,7 +221,7 @@ static int stream_write(struct tstream *st, const void *msg, size_t len, const v
 
 	need(len >= sizeof(struct pp_hdr) && len <= PP_FIXED_MAX);
 	if (x->closing || (rx && x->n_rx == PB_MAX_RX)) {
-		free(owned); /* the glue could not queue it either */
+		tstream_bounce_free(owned); /* the glue could not queue it either */
 		return x->closing ? -ENOTCONN : -ENOMEM;
 	}
 	/* The payload is read where the stream says it is, as writev() would. */
@@ -249,7 +249,7 @@ static int stream_write(struct tstream *st, const void *msg, size_t len, const v
 		m->len = (uint32_t)len;
 	}
 	x->written += len + plen;
-	free(owned);
+	tstream_bounce_free(owned);
 	return 0;
 }
 
