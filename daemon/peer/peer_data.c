@@ -51,6 +51,7 @@ struct prevoke {
 /* What an incoming request holds while its bytes move. */
 struct rxtok {
 	struct region *region; /* WRITE/READ: referenced */
+	struct export *e;      /* WRITE/READ: referenced and pinned (unexport waits for it) */
 	struct session *t;     /* WRITE with notify: the exporter, holding a slot */
 	struct op *rop;	       /* SEND: the posted receive taken */
 	uint16_t region_id;
@@ -762,6 +763,9 @@ static int rx_export(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 	if (wr && (rx->flags & PEER_OP_F_NOTIFY) && notify_hold(e, &tok->t, &tok->region_id) < 0)
 		return -RP_ENOTIFYSPACE;
 	tok->region = region_ref(e->region);
+	/* rp_region_unexport() returns only once this transfer has ended. */
+	tok->e = export_ref(e);
+	export_pin(e);
 	rx->addr = (char *)e->region->addr + rx->off;
 	rx->may_fault = e->region->huge;
 	return 0;
@@ -813,6 +817,10 @@ int peer_x_rx_end(struct peer_link *l, struct peer_rx *rx, int status)
 			notify_finish(tok->t, tok->region_id, rx->off, (uint32_t)rx->len, rx->imm,
 				      status);
 		region_unref(tok->region);
+		if (tok->e) {
+			export_unpin(tok->e);
+			export_unref(tok->e);
+		}
 	}
 	/* Serving a READ sends the payload out; WRITE and SEND bring it in. */
 	if (l->peer && !status && rx->kind == PEER_RX_READ)

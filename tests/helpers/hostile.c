@@ -17,6 +17,12 @@
  *                            empty): A's client reads into, writes from and
  *                            sends from its hole, and writes into, reads from
  *                            and sends into B's; then one plain write
+ *   hostile unexportwait NAME LEN PEER
+ *                            export a zeroed LEN-byte region as NAME, writable
+ *                            by PEER; print "ready"; at a line on stdin
+ *                            unexport it and print "unexported landed=N"
+ *                            (bytes that are no longer zero when it returned);
+ *                            at the next line print "later=N"
  *   hostile hold N           open N connections, never say HELLO, print
  *                            "holding"; for each line on stdin print how many
  *                            the daemon keeps; hold until stdin closes
@@ -244,6 +250,40 @@ static int hugepeer(const char *asock, const char *bsock, const char *peer)
 	close(hog);
 	rp_disconnect(a);
 	rp_disconnect(b);
+	return 0;
+}
+
+static size_t nonzero(const unsigned char *p, size_t len)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < len; i++)
+		n += p[i] != 0;
+	return n;
+}
+
+static int unexportwait(const char *name, size_t len, const char *peer)
+{
+	struct rp_client *c = connect_or_die();
+	struct rp_export_acl acl = { .peers = &peer, .n_peers = 1 };
+	struct rp_region *r;
+	char line[16];
+	int st;
+
+	if (rp_region_alloc(c, len, 0, &r) < 0 ||
+	    rp_region_export_acl(r, name, RP_ACCESS_REMOTE_WRITE, &acl) < 0)
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	st = rp_region_unexport(r, name);
+	printf("unexported status=%d landed=%zu\n", st, nonzero(rp_region_ptr(r), len));
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	printf("later=%zu\n", nonzero(rp_region_ptr(r), len));
+	rp_disconnect(c);
 	return 0;
 }
 
@@ -494,6 +534,8 @@ int main(int argc, char **argv)
 		return hugesrc(argv[2], argv[3]);
 	if (argc == 5 && !strcmp(argv[1], "hugepeer"))
 		return hugepeer(argv[2], argv[3], argv[4]);
+	if (argc == 5 && !strcmp(argv[1], "unexportwait"))
+		return unexportwait(argv[2], (size_t)atol(argv[3]), argv[4]);
 	if (argc == 3 && !strcmp(argv[1], "bigreg"))
 		return bigreg(atol(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "hold"))

@@ -39,6 +39,17 @@ ok() { # ok COND-EXIT-STATUS NAME
 	fi
 }
 
+# free_ports N: N distinct free TCP ports on 127.0.0.1, one per line. All are
+# bound at once: ports taken one at a time can repeat (the kernel may hand
+# out a port again as soon as it is released), and two daemons told to
+# listen on the same port broke test-peers.sh now and then.
+free_ports() {
+	python3 -c 'import socket, sys
+ss = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in ss:
+    s.bind(("127.0.0.1", 0))
+print("\n".join(str(s.getsockname()[1]) for s in ss))' "$1"
+}
 diag() { sed 's/^/# /' "$@"; }
 
 # metric_of SOCKET NAME: the value of the daemon's metric NAME (no labels).

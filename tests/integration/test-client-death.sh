@@ -12,12 +12,10 @@ DEATH="$top_builddir/tests/integration/test-client-death"
 PIO="$top_builddir/tests/integration/test-peers-io"
 CTL="$top_builddir/tools/ctl/rdmaproxyctl"
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 declare -A PORT PID
-PORT[A]=$(free_port)
-PORT[B]=$(free_port)
+ports=($(free_ports 2))
+PORT[A]=${ports[0]}
+PORT[B]=${ports[1]}
 printf 'shared-secret-key-for-tests-0001\n' >"$T_DIR/k.key"
 chmod 600 "$T_DIR/k.key"
 conf() { # conf NODE PEER

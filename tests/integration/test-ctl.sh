@@ -258,11 +258,9 @@ ok $? "the daemon stops cleanly"
 ok $? "after it stopped: exit 2"
 
 # --- peers up: two daemons on loopback (tcp), plus a peer that never answers ------
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-P1=$(free_port)
-P2=$(free_port)
+ports=($(free_ports 2))
+P1=${ports[0]}
+P2=${ports[1]}
 printf 'shared-secret-key-for-ctl-tests-01\n' >"$T_DIR/n.key"
 chmod 600 "$T_DIR/n.key"
 pconf() { # pconf NODE PORT PEER PEERPORT [extra lines]

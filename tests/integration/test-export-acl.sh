@@ -39,11 +39,10 @@ export LD_LIBRARY_PATH="$T_DIR/bin"
 IO="$T_DIR/bin/test-peers-io"
 CTL="$T_DIR/bin/rdmaproxyctl"
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 declare -A PORT PID
-for n in A B C R; do PORT[$n]=$(free_port); done
+ports=($(free_ports 4))
+i=0
+for n in A B C R; do PORT[$n]=${ports[i++]}; done
 printf 'shared-secret-key-for-tests-0001\n' >"$T_DIR/k.key"
 chmod 600 "$T_DIR/k.key"
 

@@ -21,11 +21,10 @@ SOCK="$T_DIR/rp.sock"
 CONF="$T_DIR/rp.conf"
 export RDMAPROXY_SOCKET="$SOCK"
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-PORT=$(free_port)
-DEAD=$(free_port) # where "friend" is said to listen: nobody does
+PORT=$(free_ports 1)
+# Where "friend" is said to listen: nobody does. Outside the ephemeral range,
+# so the daemon's dial can never connect to itself.
+DEAD=9
 printf 'shared-secret-key-for-tests-0001\n' >"$T_DIR/good.key"
 chmod 600 "$T_DIR/good.key"
 

@@ -27,6 +27,11 @@
  *       status=S", then READ one byte of every export id 1..MAXID (with the
  *       incarnation PEER gave in the handshake), as a peer that guesses ids
  *       it was never given would, and print "read id=I status=S" for each.
+ *   slowwrite PORT NAME PEER KEYFILE EXPORT
+ *       authenticate to PEER as NAME, LOOKUP EXPORT, send a WRITE of the
+ *       whole export (bytes 0xab) but only its first half; print "half",
+ *       wait for a line on stdin, send the rest 1 KiB every 50 ms, print
+ *       "write status=S".
  *   idle PORT SRC COUNT SECONDS
  *       keep COUNT connections from SRC open for SECONDS, never sending a
  *       byte; whichever the daemon closes is opened again (at most every
@@ -524,6 +529,44 @@ static int mode_guess(char **av)
 	return 0;
 }
 
+static int mode_slowwrite(char **av)
+{
+	_Alignas(8) char in[PP_FIXED_MAX];
+	int fd = dial(atoi(av[0]));
+	struct pp_lookup_r e;
+	struct pp_write w;
+	char buf[4096], line[16];
+	uint64_t sent = 0;
+
+	handshake(fd, av[1], av[2], av[3]);
+	lookup(fd, av[4], &e);
+	memset(&w, 0, sizeof(w));
+	pp_hdr_init(&w.h, PP_WRITE, 7);
+	w.export_id = e.export_id;
+	w.export_inc = e.export_inc;
+	w.len = e.len;
+	send_all(fd, &w, sizeof(w));
+	memset(buf, 0xab, sizeof(buf));
+	for (; sent < e.len / 2; sent += sizeof(buf))
+		send_all(fd, buf, sizeof(buf) < e.len / 2 - sent ? sizeof(buf) : e.len / 2 - sent);
+	sent = e.len / 2;
+	printf("half\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	while (sent < e.len) {
+		size_t n = 1024 < e.len - sent ? 1024 : e.len - sent;
+
+		send_all(fd, buf, n);
+		sent += n;
+		poll(NULL, 0, 50);
+	}
+	recv_type(fd, PP_WRITE_R, in);
+	printf("write status=%d\n", ((struct pp_status *)in)->status);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (sodium_init() < 0)
@@ -538,6 +581,8 @@ int main(int argc, char **argv)
 		return mode_auth(argv + 2);
 	if (argc == 8 && !strcmp(argv[1], "guess"))
 		return mode_guess(argv + 2);
+	if (argc == 7 && !strcmp(argv[1], "slowwrite"))
+		return mode_slowwrite(argv + 2);
 	if (argc == 6 && !strcmp(argv[1], "idle"))
 		return mode_idle(atoi(argv[2]), argv[3], atoi(argv[4]), atoi(argv[5]));
 	fprintf(stderr,

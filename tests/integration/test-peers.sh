@@ -8,7 +8,8 @@
 # no genuine link; a peer flooding requests it never reads the replies of
 # leaves the daemon's memory bounded and is dropped. A client's hugetlb
 # region with a hole punched in it (pool empty) costs its own operations
-# -EFAULT, in either direction, never a daemon or the link.
+# -EFAULT, in either direction, never a daemon or the link. An unexport
+# returns only once a peer's WRITE into the export has ended.
 . "$(dirname "$0")/lib.sh"
 
 IO="$top_builddir/tests/integration/test-peers-io"
@@ -16,12 +17,15 @@ RAW="$top_builddir/tests/integration/test-peers-raw"
 CTL="$top_builddir/tools/ctl/rdmaproxyctl"
 SIZES=${PEER_TEST_SIZES:-"1 4096 1M 64M"}
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 declare -A PORT PID
-for n in A B C D E F N Y Z; do PORT[$n]=$(free_port); done
+ports=($(free_ports 7))
+i=0
+for n in A B C D E Y Z; do PORT[$n]=${ports[i++]}; done
+# Where nobody listens (F is a raw client, N a wrong address): a port outside
+# the ephemeral range, or a daemon dialling it could connect to itself (its
+# connection's source port can be the port it dials), as happened once to F.
+PORT[F]=9 PORT[N]=9
 printf 'shared-secret-key-for-tests-0001\n' >"$T_DIR/good.key"
 printf 'another-secret-that-does-not-fit\n' >"$T_DIR/bad.key"
 chmod 600 "$T_DIR"/*.key
@@ -328,6 +332,33 @@ io A xfer B fb 64K 14 >/dev/null 2>&1
 ok $? "after it, too"
 finish fb # first: its client holds fl's fifo open too
 finish fl
+
+# ---- rp_region_unexport() returns only once incoming transfers have ended ----
+# F (a raw peer that never confirms withdrawals) sends half of a 512 KiB
+# WRITE, then the rest 1 KiB every 50 ms (13 s): well past the 5 s A waits
+# for it to confirm the withdrawal.
+rm -f "$T_DIR/uw.in" "$T_DIR/sw.in"
+mkfifo "$T_DIR/uw.in" "$T_DIR/sw.in"
+RDMAPROXY_SOCKET="$T_DIR/A.sock" "$top_builddir/tests/helpers/hostile" unexportwait uw 524288 F \
+	<"$T_DIR/uw.in" >"$T_DIR/uw.out" 2>&1 &
+uw=$!
+exec {uw_fd}>"$T_DIR/uw.in"
+wait_for 10 grep -q ready "$T_DIR/uw.out"
+"$RAW" slowwrite "${PORT[A]}" F A "$T_DIR/good.key" uw <"$T_DIR/sw.in" >"$T_DIR/sw.out" 2>&1 &
+sw=$!
+exec {sw_fd}>"$T_DIR/sw.in"
+wait_for 10 grep -q half "$T_DIR/sw.out"
+echo unexport >&$uw_fd
+echo go >&$sw_fd
+wait_for 30 grep -q unexported "$T_DIR/uw.out"
+wait_for 30 grep -q "write status" "$T_DIR/sw.out"
+echo done >&$uw_fd
+exec {uw_fd}>&- {sw_fd}>&-
+wait "$uw" "$sw"
+diag "$T_DIR/uw.out" "$T_DIR/sw.out"
+grep -qx 'write status=0' "$T_DIR/sw.out" &&
+	grep -qx 'unexported status=0 landed=524288' "$T_DIR/uw.out" && grep -qx 'later=524288' "$T_DIR/uw.out"
+ok $? "unexport returns only once a peer's WRITE into the export has ended: all of it landed before, nothing after"
 
 for n in A B C; do
 	stop_daemon "${PID[$n]}"
