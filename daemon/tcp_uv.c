@@ -343,10 +343,11 @@ static int write_out(struct xconn *x, const void *msg, size_t len, unsigned repl
 			len -= (size_t)done;
 		}
 	}
+	/* Failing after part of it went out: the far side has a torn message. */
 	w = malloc(sizeof(*w) + len);
 	if (!w) {
 		tstream_bounce_free(owned);
-		return -ENOMEM;
+		return done ? -ECONNABORTED : -ENOMEM;
 	}
 	w->x = x;
 	w->owned = owned;
@@ -365,7 +366,7 @@ static int write_out(struct xconn *x, const void *msg, size_t len, unsigned repl
 	if (r < 0) {
 		tstream_bounce_free(owned);
 		free(w);
-		return -ENOTCONN;
+		return done ? -ECONNABORTED : -ENOTCONN;
 	}
 	if (replies) {
 		x->reply_cost += w->cost;

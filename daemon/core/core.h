@@ -236,6 +236,8 @@ void rings_free(struct rings *r);
 int xfer_reserve(struct session *s);
 /* Give a reserved slot back unused. */
 void xfer_release(struct session *s);
+/* The same from outside a drain (a notification that will not come): wakes a stalled ring. */
+void xfer_give_back(struct session *s);
 /* Post one completion into a reserved slot (rings the doorbell if the client sleeps). */
 void xfer_complete(struct session *s, const struct rp_cqe *cqe);
 /*

@@ -189,6 +189,6 @@ void notify_finish(struct session *t, uint16_t region, uint64_t off, uint32_t le
 	if (status == 0)
 		xfer_complete(t, &cqe);
 	else
-		xfer_release(t);
+		xfer_give_back(t);
 	session_put(t);
 }

@@ -103,6 +103,23 @@ void xfer_release(struct session *s)
 		s->rings.cq_reserved--;
 }
 
+void xfer_give_back(struct session *s)
+{
+	struct rings *r = &s->rings;
+	uint64_t one = 1;
+
+	xfer_release(s);
+	/*
+	 * No entry comes of it, so the client has nothing to reap, and a reap
+	 * is what rings a stalled ring's doorbell: ring it for the client.
+	 */
+	if (s->dead || !r->base || !rp_ring_take_wakeup(r->v.sq, RP_RING_STALLED))
+		return;
+	if (write(r->sq_efd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, so the engine will look anyway. */
+	}
+}
+
 /* Make the completions written so far visible, and ring if the client sleeps. */
 static void publish(struct session *s)
 {

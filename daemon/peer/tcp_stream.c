@@ -183,7 +183,7 @@ int tstream_submit(struct xconn *x, struct peer_op *op)
 	op->fate = PEER_OP_POSTED;
 	r = st->io->write(st, &m, len, payload, op->kind == PEER_OP_READ ? 0 : op->len, NULL,
 			  bounce);
-	if (r < 0) {
+	if (r < 0 && r != -ECONNABORTED) {
 		op->fate = PEER_OP_QUEUED;
 		return r;
 	}
@@ -194,6 +194,9 @@ int tstream_submit(struct xconn *x, struct peer_op *op)
 	else
 		st->head = op;
 	st->tail = op;
+	if (r == -ECONNABORTED)
+		/* Part of it is on the wire: its outcome is unknown when the link goes. */
+		sfail(st, -ENOMEM, "cannot queue the rest of a write");
 	return 0;
 }
 

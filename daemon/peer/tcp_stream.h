@@ -37,7 +37,8 @@ struct tstream_io {
 	 * payload is written. @owned (NULL or the payload itself: a copy made
 	 * from memory that may fault) is the glue's to give back with
 	 * tstream_bounce_free() once written, or at once if it fails. 0 or <0
-	 * (the stream then fails the connection).
+	 * (the stream then fails the connection); -ECONNABORTED: part of it
+	 * went out before the rest could not be queued.
 	 */
 	int (*write)(struct tstream *st, const void *msg, size_t len, const void *payload,
 		     uint64_t plen, const struct peer_rx *rx, void *owned);

@@ -234,6 +234,7 @@ static int take_hello(struct vconn *c, const void *pd, uint8_t pdlen)
 	    h.ring_slots != VP_NRING || !h.ring_addr || h.pad)
 		return -EPROTO;
 	c->credits = h.credits;
+	c->peer_rq = h.credits;
 	c->peer_ring = h.ring_addr;
 	c->peer_ring_rkey = h.ring_rkey;
 	c->peer_chunk = h.chunk < 256 ? 256 : h.chunk > VP_CHUNK ? VP_CHUNK : h.chunk;

@@ -494,12 +494,18 @@ static void post_list(struct vconn *c, struct plist *pl)
 	r = vx_post_send(c->qp, c->wrv, &bad);
 	if (r == 0)
 		return;
-	/* Take back what was not posted: those WRs never existed. */
+	/*
+	 * Take back what was not posted: those WRs never existed. Their op
+	 * never ends OK: pieces of it may have been posted in earlier lists
+	 * and completed, but not these (it ends -RP_EOUTCOME with the link).
+	 */
 	for (i = bad ? (uint32_t)(bad - c->wrv) : 0; i < pl->n; i++) {
 		struct vp_sslot *s = (struct vp_sslot *)(uintptr_t)c->wrv[i].wr_id;
 
-		if (s->op)
+		if (s->op) {
 			vpx(s->op)->wrs--;
+			vpx(s->op)->flags |= VPX_SOME_FAILED;
+		}
 		s->op = NULL;
 		c->rw_posted -= s->bytes;
 		s->bytes = 0;
@@ -907,7 +913,13 @@ static int on_message(struct vconn *c, const uint8_t *buf, uint32_t len)
 	if (len < sizeof(h))
 		return -EPROTO;
 	memcpy(&h, buf, sizeof(h));
-	if (h.len != len - sizeof(h) || h.credits > c->sq)
+	/*
+	 * Credits come back for receives we used: never more than the far side
+	 * posts (its receive queue, from its hello). Our own send queue bounds
+	 * nothing here: an honest peer with a deeper receive queue may return
+	 * more than it at once.
+	 */
+	if (h.len != len - sizeof(h) || h.credits > c->peer_rq - c->credits)
 		return -EPROTO;
 	if (h.type != VP_SEND && h.flags)
 		return -EPROTO;

@@ -256,7 +256,12 @@ struct vconn {
 	struct ibv_mr *smr;
 	uint8_t *sbuf;
 	struct vp_sslot *ss;
-	uint32_t s_head, s_tail; /* slots posted: [tail, head), free-running */
+	/*
+	 * Slots posted: [tail, head), free-running. 64 bits: a slot is the
+	 * count modulo sq, which need not be a power of two, so a 32-bit count
+	 * would map two live WRs to one slot where it wraps.
+	 */
+	uint64_t s_head, s_tail;
 	uint32_t unsignaled;
 	uint64_t rw_posted;	 /* one-sided bytes in flight (VP_RW_WINDOW) */
 	struct ibv_send_wr *wrv; /* sq entries: one post list */
@@ -264,6 +269,7 @@ struct vconn {
 	bool *wr_may_fault;	 /* sq entries: wrv[i] has memory that may fault (no inline) */
 	bool kick;		 /* vc_kick() wanted at the next flush */
 	uint32_t credits;	 /* receives the far side has posted for us */
+	uint32_t peer_rq;	 /* all it posts (its hello): credits never exceed it */
 	uint32_t owed;		 /* receives re-posted here, not yet returned */
 	uint32_t peer_chunk;
 	struct vp_msg *mq, *mq_tail; /* control and transport messages, FIFO */

@@ -194,7 +194,7 @@ struct vlane {
 	uint32_t post_bad;
 	char pad_ __attribute__((aligned(64))); /* the loop thread's fields from here on */
 	uint32_t posted;			/* WRs on the send queue: slots [s_tail, s_head) */
-	uint32_t s_head, s_tail;
+	uint64_t s_head, s_tail; /* free-running: 64 bits, as depth need not be a power of 2 */
 	struct vl_slot *slots;
 	uint32_t unsignaled; /* WRs and bytes since the last signalled WR */
 	uint64_t unsignaled_bytes;
@@ -586,7 +586,7 @@ static int to_error(struct vlane *l)
 /* No completion will come for what is on @l's send queue: its outcome is unknown. */
 static void give_up_posted(struct vlane *l)
 {
-	uint32_t head = l->s_head; /* only these: whatever a done callback did after */
+	uint64_t head = l->s_head; /* only these: whatever a done callback did after */
 
 	if (l->s_tail != head)
 		l->stale = true;

@@ -260,6 +260,42 @@ static void test_notify(void)
 	tap_is_int(b->s.rings.cq_reserved, 0, "no notification slot is left reserved");
 }
 
+/*
+ * B's completion ring holds only reservations (notifications a peer's
+ * WRITEs will bring), so its own submission stalls; one reservation is
+ * given back without an entry (the WRITE failed): B has nothing to reap,
+ * so the daemon rings B's submission doorbell itself.
+ */
+static void test_stall_give_back(void)
+{
+	struct export *e = export_find(t.core, "b.rw");
+	struct session *held[RP_RING_CQ_ENTRIES];
+	uint16_t rid[RP_RING_CQ_ENTRIES];
+	unsigned i, n = 0;
+	uint32_t hb = 0;
+	uint64_t v = 0;
+
+	th_remote_open(b, "", "b.rw", &hb);
+	while (n < RP_RING_CQ_ENTRIES && notify_hold(e, &held[n], &rid[n]) == 0)
+		n++;
+	tap_is_int((int)n, RP_RING_CQ_ENTRIES,
+		   "every completion slot of B held for a notification");
+	sub(b, sqe(RP_SQE_WRITE, rb, 0, hb, 0, 8));
+	tap_is_int(th_run(b), XFER_STALLED, "B's own WRITE stalls: no completion space");
+	while (read(b->s.rings.sq_efd, &v, sizeof(v)) > 0)
+		;
+	notify_finish(held[0], rid[0], 0, 0, 0, -EIO);
+	tap_ok(read(b->s.rings.sq_efd, &v, sizeof(v)) == sizeof(v) &&
+		       !(rp_ring_load(&b->ring.v.sq->flags) & RP_RING_STALLED),
+	       "a slot given back without an entry rings B's submission doorbell");
+	tap_is_int(th_run(b), XFER_EMPTY, "and B's WRITE runs");
+	for (i = 1; i < n; i++)
+		notify_finish(held[i], rid[i], 0, 0, 0, -EIO);
+	tap_is_int(reap(b), 1, "B reaps its WRITE's completion");
+	tap_is_int(b->s.rings.cq_reserved, 0, "no slot is left reserved");
+	th_remote_close(b, hb);
+}
+
 static void test_doorbells(void)
 {
 	struct rp_sqe q = sqe(RP_SQE_WRITE, ra, 0, h_rw, 0, 8);
@@ -974,6 +1010,7 @@ int main(void)
 	test_notify();
 	test_doorbells();
 	test_batching();
+	test_stall_give_back();
 	test_send_recv();
 	test_take();
 	test_notify_hold();
