@@ -454,13 +454,20 @@ static bool on_request(struct vtransport *t, struct rdma_cm_event *ev)
 		snprintf(why, sizeof(why), "from %s: not a compatible rdmaproxyd", c->addr);
 		goto out_reject;
 	}
-	r = setup_qp(c, why, sizeof(why));
-	if (r < 0)
-		goto out_reject;
+	/*
+	 * The peer layer's gate first: a connector it refuses claims no CQ
+	 * room, no registered buffers and no QP.
+	 */
 	c->link = peer_x_accepted(&t->t, (struct xconn *)c, c->addr);
 	if (!c->link) {
 		snprintf(why, sizeof(why), "from %s: refused by the peer layer", c->addr);
 		goto out_reject;
+	}
+	r = setup_qp(c, why, sizeof(why));
+	if (r < 0) {
+		reject(id, why);
+		vc_fail(c, r, "%s", why); /* the peer layer hears of its link */
+		return false;
 	}
 	p.responder_resources =
 		(uint8_t)(rp->initiator_depth < t->resp_res ? rp->initiator_depth : t->resp_res);
