@@ -45,15 +45,24 @@ struct prevoke {
 
 /* How long an importer may take to confirm a withdrawal before the MR goes anyway. */
 #define REVOKE_WAIT_MS 5000
+/*
+ * How long a peer may go on moving bytes of an export after it was withdrawn
+ * before its link is closed (which ends the transfer and lets the owner's
+ * rp_region_unexport() return).
+ */
+#define RX_DEAD_WAIT_MS 10000
 /* How long an op flushed behind a refused request waits for the peer's next link. */
 #define REPLAY_WAIT_MS 5000
 
 /* What an incoming request holds while its bytes move. */
 struct rxtok {
-	struct region *region; /* WRITE/READ: referenced */
-	struct export *e;      /* WRITE/READ: referenced and pinned (unexport waits for it) */
-	struct session *t;     /* WRITE with notify: the exporter, holding a slot */
-	struct op *rop;	       /* SEND: the posted receive taken */
+	struct region *region;	   /* WRITE/READ: referenced */
+	struct export *e;	   /* WRITE/READ: referenced and pinned (unexport waits for it) */
+	struct rxtok *next, *prev; /* WRITE/READ: in l->rxs */
+	struct peer_link *l;
+	uint64_t dead_ms;  /* when data_tick() first saw its export withdrawn (0: not yet) */
+	struct session *t; /* WRITE with notify: the exporter, holding a slot */
+	struct op *rop;	   /* SEND: the posted receive taken */
 	uint16_t region_id;
 };
 
@@ -625,10 +634,39 @@ void data_replay(struct peer *pr)
 		replay(pr->up);
 }
 
+/*
+ * A transfer into or out of an export that was withdrawn holds the owner's
+ * rp_region_unexport(): a peer that keeps it going RX_DEAD_WAIT_MS later (a
+ * WRITE trickled in, a READ drained slowly) loses the link, which ends it.
+ */
+static void rx_deadline(struct peer_link *l, uint64_t now)
+{
+	struct rxtok *tok;
+
+	for (tok = l->rxs; tok; tok = tok->next) {
+		if (!tok->e->dead)
+			continue;
+		if (!tok->dead_ms)
+			tok->dead_ms = now;
+		else if (now - tok->dead_ms >= RX_DEAD_WAIT_MS && !link_closing(l)) {
+			log_warn("peer %s: closing its link: a transfer of a withdrawn export "
+				 "did not end within %u s",
+				 l->peer ? l->peer->conf.name : l->addr, RX_DEAD_WAIT_MS / 1000);
+			link_close(l, -ETIMEDOUT,
+				   "a transfer of a withdrawn export went on too long");
+			return;
+		}
+	}
+}
+
 void data_tick(struct peers *p, uint64_t now)
 {
 	struct peer *pr;
 	struct pop **op, *o;
+	struct peer_link *l;
+
+	for (l = p->links; l; l = l->next)
+		rx_deadline(l, now);
 
 	for (pr = p->head; pr; pr = pr->next) {
 		struct prevoke **pp = &pr->revokes, *rv;
@@ -763,9 +801,17 @@ static int rx_export(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 	if (wr && (rx->flags & PEER_OP_F_NOTIFY) && notify_hold(e, &tok->t, &tok->region_id) < 0)
 		return -RP_ENOTIFYSPACE;
 	tok->region = region_ref(e->region);
-	/* rp_region_unexport() returns only once this transfer has ended. */
+	/*
+	 * rp_region_unexport() returns only once this transfer has ended (or
+	 * the link is closed for holding it too long: data_tick()).
+	 */
 	tok->e = export_ref(e);
 	export_pin(e);
+	tok->l = l;
+	tok->next = l->rxs;
+	if (l->rxs)
+		l->rxs->prev = tok;
+	l->rxs = tok;
 	rx->addr = (char *)e->region->addr + rx->off;
 	rx->may_fault = e->region->huge;
 	return 0;
@@ -818,6 +864,12 @@ int peer_x_rx_end(struct peer_link *l, struct peer_rx *rx, int status)
 				      status);
 		region_unref(tok->region);
 		if (tok->e) {
+			if (tok->prev)
+				tok->prev->next = tok->next;
+			else
+				tok->l->rxs = tok->next;
+			if (tok->next)
+				tok->next->prev = tok->prev;
 			export_unpin(tok->e);
 			export_unref(tok->e);
 		}

@@ -74,6 +74,8 @@ enum link_end {
 	LINK_END_SUPERSEDED, /* lost a duplicate-connection race, or shutdown: nothing */
 };
 
+struct rxtok;
+
 struct peer_link {
 	struct peers *p;
 	struct peer_link *next; /* in p->links */
@@ -96,6 +98,7 @@ struct peer_link {
 	int err;
 	struct pop *ops;	 /* client ops in flight on this link */
 	struct plookup *lookups; /* LOOKUPs waiting for their reply */
+	struct rxtok *rxs;	 /* its requests moving bytes of our exports (pinning them) */
 };
 
 struct peers {

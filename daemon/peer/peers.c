@@ -311,6 +311,11 @@ struct peer_link *peer_x_accepted(struct transport *t, struct xconn *x, const ch
 	return l;
 }
 
+void peer_x_ours(struct peer_link *l)
+{
+	l->err = -ESHUTDOWN;
+}
+
 void peer_x_connected(struct peer_link *l)
 {
 	struct pp_hello hello;

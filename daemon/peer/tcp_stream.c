@@ -20,26 +20,29 @@
 
 /*
  * Payloads sent from memory that may fault (hugetlbfs) are copied first:
- * this much at most, daemon-wide, at any moment. A copy that does not fit
- * fails its operation with -ENOMEM (try again later) instead of growing the
- * daemon without bound.
+ * this much at most, daemon-wide, at any moment, and of that at most
+ * SERVED_MAX for the READs one peer has asked for (so that one peer reading
+ * slowly cannot take it all). A copy that does not fit fails its operation
+ * with -ENOMEM (try again later) instead of growing the daemon without bound.
  */
 #define BOUNCE_MAX (256ull << 20)
+#define SERVED_MAX (64ull << 20)
 
 static uint64_t bounce_bytes;
 
 struct bounce {
 	uint64_t len;
+	struct tstream *served; /* a READ this stream's peer asked for */
 	_Alignas(16) char data[];
 };
 
 /* A guarded copy of @len bytes at @src: 0 and *ret, -EFAULT or -ENOMEM. */
-static int bounce_new(const void *src, uint64_t len, char **ret)
+static int bounce_new(const void *src, uint64_t len, struct tstream *served, char **ret)
 {
 	struct bounce *b;
 	int r;
 
-	if (len > BOUNCE_MAX - bounce_bytes)
+	if (len > BOUNCE_MAX - bounce_bytes || (served && len > SERVED_MAX - served->served_bounce))
 		return -ENOMEM;
 	b = malloc(sizeof(*b) + len);
 	if (!b)
@@ -50,7 +53,10 @@ static int bounce_new(const void *src, uint64_t len, char **ret)
 		return r;
 	}
 	b->len = len;
+	b->served = served;
 	bounce_bytes += len;
+	if (served)
+		served->served_bounce += len;
 	*ret = b->data;
 	return 0;
 }
@@ -63,6 +69,8 @@ void tstream_bounce_free(void *data)
 		return;
 	b = (struct bounce *)((char *)data - offsetof(struct bounce, data));
 	bounce_bytes -= b->len;
+	if (b->served)
+		b->served->served_bounce -= b->len;
 	free(b);
 }
 
@@ -175,7 +183,7 @@ int tstream_submit(struct xconn *x, struct peer_op *op)
 	}
 	if (op->kind != PEER_OP_READ && op->len && op->region->huge) {
 		/* A hole the client punched would fail the socket's write: copy first. */
-		r = bounce_new(payload, op->len, &bounce);
+		r = bounce_new(payload, op->len, NULL, &bounce);
 		if (r < 0)
 			return r;
 		payload = bounce;
@@ -310,18 +318,20 @@ static void serve_read(struct tstream *st, const struct pp_hdr *h)
 		return;
 	}
 	if (!status && rx.may_fault && m.len) {
-		/* A hole the exporter punched would fail the socket's write: copy first. */
-		status = bounce_new(rx.addr, m.len, &bounce);
-		if (status < 0)
-			peer_x_rx_end(st->link, &rx, status);
+		/*
+		 * A hole the exporter punched would fail the socket's write: copy
+		 * first. The copy is what goes out, so the export is let go now.
+		 */
+		status = bounce_new(rx.addr, m.len, st, &bounce);
+		peer_x_rx_end(st->link, &rx, status);
 	}
 	memset(&rr, 0, sizeof(rr));
 	pp_hdr_init(&rr.h, PP_READ_R, h->id);
 	rr.status = status;
 	rr.len = status ? 0 : m.len;
 	if (st->io->write(st, &rr, sizeof(rr), bounce ? bounce : rx.addr, rr.len,
-			  status ? NULL : &rx, bounce) < 0) {
-		if (!status)
+			  status || bounce ? NULL : &rx, bounce) < 0) {
+		if (!status && !bounce)
 			peer_x_rx_end(st->link, &rx, -ECONNRESET);
 		sfail(st, -ENOMEM, "cannot queue a read reply");
 	}

@@ -58,11 +58,12 @@ struct tstream {
 	enum tstream_phase phase;
 	_Alignas(8) uint8_t fixed[PP_FIXED_MAX];
 	size_t have, need;
-	char *dst;	   /* TS_PAYLOAD: where the next bytes go */
-	uint64_t left;	   /* payload bytes still to come */
-	bool dst_fault;	   /* dst is on hugetlbfs: copied into, guarded, never read into */
-	int pay_err;	   /* -EFAULT: the rest of the payload was discarded */
-	struct peer_rx rx; /* the incoming WRITE/SEND whose payload is being read */
+	char *dst;		/* TS_PAYLOAD: where the next bytes go */
+	uint64_t left;		/* payload bytes still to come */
+	bool dst_fault;		/* dst is on hugetlbfs: copied into, guarded, never read into */
+	uint64_t served_bounce; /* bytes of READs served from copies, not yet written */
+	int pay_err;		/* -EFAULT: the rest of the payload was discarded */
+	struct peer_rx rx;	/* the incoming WRITE/SEND whose payload is being read */
 	bool rx_active;
 	int rx_status;	  /* status to answer after a discarded payload */
 	uint16_t rx_type; /* PP_WRITE or PP_SEND (reply type - 1) */

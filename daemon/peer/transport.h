@@ -278,6 +278,12 @@ void peer_x_ctrl(struct peer_link *link, const void *msg, size_t len);
 void peer_x_alive(struct peer_link *link);
 /* The connection is gone for good; see "Life of a connection". @err: -errno. */
 void peer_x_failed(struct peer_link *link, int err, const char *why);
+/*
+ * The transport gives up on an accepted connection for a reason of its own
+ * (no room, no memory), before peer_x_failed(): its end does not count as
+ * the connector's failed handshake.
+ */
+void peer_x_ours(struct peer_link *link);
 
 /* An outgoing op's exactly-once report (see above); on 0, op->len bytes moved. */
 void peer_x_op_done(struct peer_op *op, int status);

@@ -466,7 +466,8 @@ static bool on_request(struct vtransport *t, struct rdma_cm_event *ev)
 	r = setup_qp(c, why, sizeof(why));
 	if (r < 0) {
 		reject(id, why);
-		vc_fail(c, r, "%s", why); /* the peer layer hears of its link */
+		peer_x_ours(c->link); /* not the connector's failure */
+		vc_fail(c, r, "%s", why);
 		return false;
 	}
 	p.responder_resources =

@@ -334,12 +334,13 @@ finish fb # first: its client holds fl's fifo open too
 finish fl
 
 # ---- rp_region_unexport() returns only once incoming transfers have ended ----
-# F (a raw peer that never confirms withdrawals) sends half of a 512 KiB
-# WRITE, then the rest 1 KiB every 50 ms (13 s): well past the 5 s A waits
-# for it to confirm the withdrawal.
+# F (a raw peer that never confirms withdrawals) sends half of a 1 MiB
+# WRITE, then the rest 1 KiB every 50 ms (26 s): past the 5 s A waits for it
+# to confirm the withdrawal, and past the 10 s A lets a transfer of a
+# withdrawn export go on before it closes the link.
 rm -f "$T_DIR/uw.in" "$T_DIR/sw.in"
 mkfifo "$T_DIR/uw.in" "$T_DIR/sw.in"
-RDMAPROXY_SOCKET="$T_DIR/A.sock" "$top_builddir/tests/helpers/hostile" unexportwait uw 524288 F \
+RDMAPROXY_SOCKET="$T_DIR/A.sock" "$top_builddir/tests/helpers/hostile" unexportwait uw 1048576 F \
 	<"$T_DIR/uw.in" >"$T_DIR/uw.out" 2>&1 &
 uw=$!
 exec {uw_fd}>"$T_DIR/uw.in"
@@ -348,17 +349,22 @@ wait_for 10 grep -q ready "$T_DIR/uw.out"
 sw=$!
 exec {sw_fd}>"$T_DIR/sw.in"
 wait_for 10 grep -q half "$T_DIR/sw.out"
+mark=$(lines A)
 echo unexport >&$uw_fd
 echo go >&$sw_fd
 wait_for 30 grep -q unexported "$T_DIR/uw.out"
-wait_for 30 grep -q "write status" "$T_DIR/sw.out"
+ok $? "unexport returns while a peer trickles a WRITE into the export"
+exec {sw_fd}>&-
+wait "$sw" # F's link is gone: its sends fail
 echo done >&$uw_fd
-exec {uw_fd}>&- {sw_fd}>&-
-wait "$uw" "$sw"
+exec {uw_fd}>&-
+wait "$uw"
 diag "$T_DIR/uw.out" "$T_DIR/sw.out"
-grep -qx 'write status=0' "$T_DIR/sw.out" &&
-	grep -qx 'unexported status=0 landed=524288' "$T_DIR/uw.out" && grep -qx 'later=524288' "$T_DIR/uw.out"
-ok $? "unexport returns only once a peer's WRITE into the export has ended: all of it landed before, nothing after"
+landed=$(sed -n 's/^unexported status=0 landed=//p' "$T_DIR/uw.out")
+[ -n "$landed" ] && [ "$landed" -lt 1048576 ] && grep -qx "later=$landed" "$T_DIR/uw.out"
+ok $? "... once A closed that link: nothing landed after it returned (${landed:-?} of 1048576 B before)"
+tail -n +"$mark" "$T_DIR/A.log" | grep -q "peer F: closing its link: a transfer of a withdrawn export did not end"
+ok $? "A logs why it closed F's link"
 
 for n in A B C; do
 	stop_daemon "${PID[$n]}"
