@@ -439,12 +439,12 @@ static int queue(struct xconn *x, const void *msg, size_t len, const void *paylo
 {
 	const struct pp_hdr *h = msg;
 
-	if (x->closing || (plen || rx ? cork_flush(x) < 0 : false)) {
+	if (!x->closing && !plen && !rx)
+		return cork(x, msg, len, is_reply(h->type));
+	if (x->closing || cork_flush(x) < 0) {
 		tstream_bounce_free(owned);
 		return -ENOTCONN;
 	}
-	if (!plen && !rx)
-		return cork(x, msg, len, is_reply(h->type));
 	return write_out(x, msg, len, is_reply(h->type), payload, plen, rx, owned);
 }
 

@@ -103,28 +103,33 @@ void xfer_release(struct session *s)
 		s->rings.cq_reserved--;
 }
 
+/* Ring eventfd doorbell @efd. */
+static void ring(int efd)
+{
+	uint64_t one = 1;
+
+	if (write(efd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, so the other side looks anyway. */
+	}
+}
+
 void xfer_give_back(struct session *s)
 {
 	struct rings *r = &s->rings;
-	uint64_t one = 1;
 
 	xfer_release(s);
 	/*
 	 * No entry comes of it, so the client has nothing to reap, and a reap
 	 * is what rings a stalled ring's doorbell: ring it for the client.
 	 */
-	if (s->dead || !r->base || !rp_ring_take_wakeup(r->v.sq, RP_RING_STALLED))
-		return;
-	if (write(r->sq_efd, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is saturated, so the engine will look anyway. */
-	}
+	if (!s->dead && r->base && rp_ring_take_wakeup(r->v.sq, RP_RING_STALLED))
+		ring(r->sq_efd);
 }
 
 /* Make the completions written so far visible, and ring if the client sleeps. */
 static void publish(struct session *s)
 {
 	struct rings *r = &s->rings;
-	uint64_t one = 1;
 
 	if (s->dead || !r->base)
 		return;
@@ -132,9 +137,7 @@ static void publish(struct session *s)
 	if (!rp_ring_take_wakeup(r->v.cq, RP_RING_NEED_WAKEUP))
 		return;
 	stats_totals.client_doorbells++;
-	if (write(r->cq_efd, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is saturated, so the client is awake anyway. */
-	}
+	ring(r->cq_efd);
 }
 
 void xfer_complete(struct session *s, const struct rp_cqe *cqe)
@@ -193,22 +196,15 @@ void xfer_complete(struct session *s, const struct rp_cqe *cqe)
 
 void core_undirty(struct core *c, struct session *s)
 {
-	struct session **pp;
+	struct session **pp, *prev = NULL;
 
 	if (!s->dirty)
 		return;
-	for (pp = &c->dirty; *pp; pp = &(*pp)->dirty_next)
-		if (*pp == s) {
-			*pp = s->dirty_next;
-			break;
-		}
-	if (c->dirty_tail == s) {
-		struct session *t = c->dirty;
-
-		while (t && t->dirty_next)
-			t = t->dirty_next;
-		c->dirty_tail = t;
-	}
+	for (pp = &c->dirty; *pp != s; pp = &(*pp)->dirty_next)
+		prev = *pp;
+	*pp = s->dirty_next;
+	if (c->dirty_tail == s)
+		c->dirty_tail = prev;
 	c->dirty_legacy -= !s->rings.seq;
 	s->dirty = false;
 	s->dirty_next = NULL;

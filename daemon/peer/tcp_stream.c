@@ -466,11 +466,10 @@ static void take_fixed(struct tstream *st, const char *p, size_t n)
 static void take_payload(struct tstream *st, const char *p, size_t n)
 {
 	if (st->phase == TS_PAYLOAD) {
-		if (p == st->dst)
-			;
-		else if (!st->dst_fault)
+		/* p == dst: read straight into the region (rx_direct). */
+		if (p != st->dst && !st->dst_fault)
 			memcpy(st->dst, p, n);
-		else if ((st->pay_err = guarded_memmove(st->dst, p, n)) < 0)
+		else if (p != st->dst && (st->pay_err = guarded_memmove(st->dst, p, n)) < 0)
 			st->phase = TS_DISCARD; /* the rest is read and dropped */
 		st->dst += n;
 	}
