@@ -192,6 +192,12 @@ static void operations(struct text *t)
 	for (i = 0; i < STATS_FROMS; i++)
 		put(t, "rdmaproxy_export_opens_refused_total{from=\"%s\"} %llu\n",
 		    stats_from_name(i), (unsigned long long)stats_totals.export_refused[i]);
+	family(t, "rdmaproxy_endpoint_sends_refused_total", "counter",
+	       "Messages refused by the access control of the endpoint they were sent to, by "
+	       "who sent them (local: a client here; peer: a client of a peer daemon).");
+	for (i = 0; i < STATS_FROMS; i++)
+		put(t, "rdmaproxy_endpoint_sends_refused_total{from=\"%s\"} %llu\n",
+		    stats_from_name(i), (unsigned long long)stats_totals.send_refused[i]);
 }
 
 /* How the engine spends its time: how often it spins, yields, sleeps and is woken. */

@@ -96,6 +96,7 @@ enum rp_error {
 	RP_ESTALE,		    /* the peer restarted since this remote handle was opened */
 	RP_ELIMIT_EXPORTS,	    /* per-user limit on exports (max_regions) reached */
 	RP_EEXPORT_DENIED,	    /* the export does not let this user (or peer) open it */
+	RP_EENDPOINT_DENIED,	    /* the endpoint does not let this user (or peer) send to it */
 	RP_EMAX
 };
 
@@ -265,10 +266,29 @@ RP_EXPORT int rp_read(struct rp_client *c, struct rp_region *r, size_t off, stru
 		      size_t roff, size_t len, uint64_t cookie, unsigned flags);
 
 /*
- * Bind a message endpoint @name on this node. Returns 0 and *ret; -EEXIST,
- * -EINVAL, -ENOMEM, -RP_EDAEMON.
+ * Bind a message endpoint @name on this node. Every client of this daemon,
+ * of any user, and the clients of every configured peer may send to it: see
+ * rp_endpoint_bind_acl() to keep the others out. A name belongs to whoever
+ * binds it first (as with exports), so a sender cannot tell who receives.
+ * Returns 0 and *ret; -EEXIST, -EINVAL, -ENOMEM, -RP_EDAEMON.
  */
 RP_EXPORT int rp_endpoint_bind(struct rp_client *c, const char *name, struct rp_endpoint **ret);
+/*
+ * rp_endpoint_bind() for an endpoint that only clients of this user and of
+ * root on this node, and the users, groups and peers @acl names (NULL or
+ * zeroed: nobody more), may send to: the list means for sending what it
+ * means for opening an export (struct rp_export_acl). The operator's grants
+ * to peers (exports = all, export_users in rdmaproxy.conf) are about
+ * exports and do not apply. A send it refuses completes with
+ * -RP_EENDPOINT_DENIED and takes no posted receive.
+ * Returns 0 and *ret; -EINVAL (as rp_endpoint_bind(), or an invalid list as
+ * for rp_region_export_acl()), -EOPNOTSUPP (comp_mask bits this library
+ * does not know, or a daemon too old to keep the list: then nothing was
+ * bound), -RP_EPEERUNKNOWN (a peer is not configured), -EEXIST, -ENOMEM,
+ * -RP_EDAEMON.
+ */
+RP_EXPORT int rp_endpoint_bind_acl(struct rp_client *c, const char *name,
+				   const struct rp_export_acl *acl, struct rp_endpoint **ret);
 /* Unbind; posted receives complete with -ECANCELED. Returns 0 or -RP_EDAEMON. */
 RP_EXPORT int rp_endpoint_unbind(struct rp_endpoint *ep);
 /*
@@ -282,7 +302,7 @@ RP_EXPORT int rp_post_recv(struct rp_endpoint *ep, struct rp_region *r, size_t o
 /*
  * Send @len bytes of @r at @off to endpoint @endpoint on @peer (NULL/""/own
  * node: local). Completion RP_OP_SEND; in it -RP_ENOENDPOINT, -RP_ENORECV
- * (nothing posted: not retried), -RP_ERECVSMALL. Returns as rp_write(), plus
+ * (nothing posted: not retried), -RP_ERECVSMALL, -RP_EENDPOINT_DENIED. Returns as rp_write(), plus
  * -RP_EPEERUNKNOWN / -RP_EPEERDOWN.
  */
 RP_EXPORT int rp_send(struct rp_client *c, const char *peer, const char *endpoint,

@@ -19,17 +19,20 @@
 #define RP_PROTO_MAGIC 0x52444d50u /* "RDMP" */
 /*
  * Version 2 adds RP_MSG_EXPORT_ACL; a version 1 session sending it is a
- * protocol error. Everything else is the same in both.
+ * protocol error. Version 3 changes the ring entries (rp-ring.h). Version 4
+ * adds RP_MSG_EP_BIND_ACL, a protocol error before it. Everything else is
+ * the same in all.
  */
 #define RP_PROTO_VERSION_MIN 1
 /* A test build of the daemon speaks an older one (libclient/local.mk). */
 #ifndef RP_PROTO_VERSION_MAX
-#define RP_PROTO_VERSION_MAX 3
+#define RP_PROTO_VERSION_MAX 4
 #endif
-#define RP_PROTO_VERSION_ACL 2 /* the first with RP_MSG_EXPORT_ACL */
-#define RP_PROTO_VERSION_SEQ 3 /* the first whose ring entries carry their index (rp-ring.h) */
-#define RP_PROTO_MSG_MAX 4096  /* largest packet either side sends */
-#define RP_NAME_MAX 64	       /* node, peer, export and endpoint names, NUL included */
+#define RP_PROTO_VERSION_ACL 2	  /* the first with RP_MSG_EXPORT_ACL */
+#define RP_PROTO_VERSION_SEQ 3	  /* the first whose ring entries carry their index (rp-ring.h) */
+#define RP_PROTO_VERSION_EP_ACL 4 /* the first with RP_MSG_EP_BIND_ACL */
+#define RP_PROTO_MSG_MAX 4096	  /* largest packet either side sends */
+#define RP_NAME_MAX 64		  /* node, peer, export and endpoint names, NUL included */
 
 struct rp_hdr {
 	uint32_t len;	/* the whole packet, header included */
@@ -62,7 +65,8 @@ enum rp_msg_type {
 	/* 0x04xx: message endpoints */
 	RP_MSG_EP_BIND = 0x0401,
 	RP_MSG_EP_UNBIND = 0x0402,
-	RP_MSG_DEST_OPEN = 0x0403, /* name a send destination once, send by id */
+	RP_MSG_DEST_OPEN = 0x0403,   /* name a send destination once, send by id */
+	RP_MSG_EP_BIND_ACL = 0x0404, /* version 4: EP_BIND with an access list */
 
 	/* 0x08xx: administration (rdmaproxyctl); see the admin section below. */
 	RP_MSG_STATUS = 0x0801,
@@ -177,6 +181,13 @@ struct rp_ep_req {
 	char name[RP_NAME_MAX];
 };
 _Static_assert(sizeof(struct rp_ep_req) == 64, "rp_ep_req");
+
+/*
+ * RP_MSG_EP_BIND_ACL: the body of EXPORT_ACL with x.region and x.access 0;
+ * x.name is the endpoint's name and the lists say who else may send to it
+ * (rp_endpoint_bind_acl() in rdmaproxy.h), under the same rules. Replies
+ * like EP_BIND.
+ */
 
 enum rp_wire_transport {
 	RP_WIRE_TRANSPORT_TCP = 1,

@@ -412,19 +412,25 @@ RP_EXPORT int rp_remote_close(struct rp_remote *rm)
 	return err;
 }
 
-RP_EXPORT int rp_endpoint_bind(struct rp_client *c, const char *name, struct rp_endpoint **ret)
+/* EP_BIND, or with @acl_req EP_BIND_ACL (its name already in place). */
+static int ep_bind(struct rp_client *c, const char *name, const struct rp_export_acl_req *acl_req,
+		   struct rp_endpoint **ret)
 {
 	struct rp_ep_req req;
 	struct rp_id rep = { 0 };
 	struct rp_endpoint *ep;
 	int err;
 
-	if (!c || !ret || put_name(req.name, name, false) < 0)
+	if (!acl_req && put_name(req.name, name, false) < 0)
 		return -EINVAL;
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -ENOMEM;
-	err = client_request(c, RP_MSG_EP_BIND, &req, sizeof(req), -1, &rep, sizeof(rep));
+	if (acl_req)
+		err = client_request(c, RP_MSG_EP_BIND_ACL, acl_req, sizeof(*acl_req), -1, &rep,
+				     sizeof(rep));
+	else
+		err = client_request(c, RP_MSG_EP_BIND, &req, sizeof(req), -1, &rep, sizeof(rep));
 	if (err < 0) {
 		free(ep);
 		return err;
@@ -437,6 +443,39 @@ RP_EXPORT int rp_endpoint_bind(struct rp_client *c, const char *name, struct rp_
 	c->endpoints = ep;
 	*ret = ep;
 	return 0;
+}
+
+RP_EXPORT int rp_endpoint_bind(struct rp_client *c, const char *name, struct rp_endpoint **ret)
+{
+	if (!c || !ret)
+		return -EINVAL;
+	return ep_bind(c, name, NULL, ret);
+}
+
+RP_EXPORT int rp_endpoint_bind_acl(struct rp_client *c, const char *name,
+				   const struct rp_export_acl *acl, struct rp_endpoint **ret)
+{
+	static const struct rp_export_acl nobody;
+	struct rp_export_acl_req *req;
+	int err;
+
+	if (!c || !ret)
+		return -EINVAL;
+	if (acl && acl->comp_mask)
+		return -EOPNOTSUPP;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	err = put_name(req->x.name, name, false);
+	if (err == 0)
+		err = put_acl(req, acl ? acl : &nobody);
+	/* An older daemon would let everybody send: say so rather than bind. */
+	if (err == 0 && c->conn.hello.version < RP_PROTO_VERSION_EP_ACL)
+		err = -EOPNOTSUPP;
+	if (err == 0)
+		err = ep_bind(c, name, req, ret);
+	free(req);
+	return err;
 }
 
 RP_EXPORT int rp_endpoint_unbind(struct rp_endpoint *ep)

@@ -18,6 +18,7 @@ long ctl_body_size(uint16_t type)
 	case RP_MSG_UNEXPORT:
 		return sizeof(struct rp_export_req);
 	case RP_MSG_EXPORT_ACL:
+	case RP_MSG_EP_BIND_ACL:
 		return sizeof(struct rp_export_acl_req);
 	case RP_MSG_REMOTE_OPEN:
 	case RP_MSG_DEST_OPEN:

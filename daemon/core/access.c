@@ -118,12 +118,17 @@ static bool peer_named(const struct export_acl *acl, const char *peer)
 	return false;
 }
 
+bool acl_names_peer(const struct export_acl *acl, const char *peer)
+{
+	return acl && ((acl->flags & RP_EXPORT_ANY_PEER) || peer_named(acl, peer));
+}
+
 bool acl_allows_peer(const struct export_acl *acl, const struct creds *owner,
 		     const struct peer_conf *pc)
 {
 	if (!pc)
 		return false;
-	if (acl && ((acl->flags & RP_EXPORT_ANY_PEER) || peer_named(acl, pc->name)))
+	if (acl_names_peer(acl, pc->name))
 		return true;
 	/* What the operator grants this peer, whatever the exporter said. */
 	return pc->exports == PEER_EXPORTS_ALL ||

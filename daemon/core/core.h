@@ -337,6 +337,8 @@ bool acl_allows_local(const struct export_acl *acl, const struct creds *owner,
  */
 bool acl_allows_peer(const struct export_acl *acl, const struct creds *owner,
 		     const struct peer_conf *pc);
+/* Does @acl (NULL: none) name peer @peer, or every peer? The operator's grants do not count. */
+bool acl_names_peer(const struct export_acl *acl, const char *peer);
 
 /* ---- exports.c ---- */
 
@@ -470,22 +472,29 @@ struct endpoint {
 	struct session *s;
 	uint32_t id;
 	bool unbound;		/* kept only until its taken receives come back */
+	bool restricted;	/* bound with a list: only its owner, root and @acl send */
 	unsigned taken;		/* receives taken by messages still arriving */
 	struct op *head, *tail; /* posted receives, in order */
+	struct export_acl *acl; /* NULL: nobody more */
 	char name[RP_NAME_MAX];
 };
 
-int endpoint_bind(struct session *s, const char *name, uint32_t *ret_id);
+/* @restricted: bound with an access list (@acl, NULL: nobody more), copied here. */
+int endpoint_bind(struct session *s, const char *name, bool restricted,
+		  const struct export_acl *acl, uint32_t *ret_id);
 /* Posted receives end with -ECANCELED (nothing is written for a dead session). */
 int endpoint_unbind(struct session *s, uint32_t id);
 /* Queue a posted receive on endpoint @q->target of @op->s: OP_PENDING or <0. */
 int endpoint_post(struct op *op);
 /*
- * A message of @len bytes for endpoint @name: take its first posted receive
- * (-RP_ENOENDPOINT, -RP_ENORECV, -RP_ERECVSMALL otherwise). The receive is
- * the caller's until recv_finish().
+ * A message of @len bytes for endpoint @name from local client @from or,
+ * with @from NULL, from a client of peer @peer: take its first posted
+ * receive (-RP_ENOENDPOINT, -RP_EENDPOINT_DENIED, -RP_ENORECV,
+ * -RP_ERECVSMALL otherwise). The receive is the caller's until
+ * recv_finish().
  */
-int endpoint_take(struct core *c, const char *name, uint64_t len, struct op **ret);
+int endpoint_take(struct core *c, const char *name, uint64_t len, const struct session *from,
+		  const char *peer, struct op **ret);
 /* Where the message goes (the posted buffer). */
 void *recv_addr(const struct op *rop);
 /*

@@ -5,12 +5,21 @@
  * posted) that ends when a message fills it, or with -ECANCELED when its
  * endpoint goes away. A message is taken from the head of the queue; if it
  * does not arrive whole, the receive goes back to the head.
+ *
+ * An endpoint bound with an access list (EP_BIND_ACL) takes messages only
+ * from clients of its owner's uid and of root on this node, and from the
+ * users, groups and peers the list names; a refused message takes no
+ * receive. One bound without a list takes them from everyone.
  */
 #include "core/core.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/log.h"
+#include "base/stats.h"
 
 #define MAX_SESSION_ENDPOINTS 65536u
 
@@ -24,7 +33,14 @@ static struct endpoint *endpoint_find(struct core *c, const char *name)
 	return NULL;
 }
 
-int endpoint_bind(struct session *s, const char *name, uint32_t *ret_id)
+static void endpoint_free(struct endpoint *ep)
+{
+	free(ep->acl);
+	free(ep);
+}
+
+int endpoint_bind(struct session *s, const char *name, bool restricted,
+		  const struct export_acl *acl, uint32_t *ret_id)
 {
 	struct core *c = s->core;
 	struct endpoint *ep;
@@ -35,9 +51,16 @@ int endpoint_bind(struct session *s, const char *name, uint32_t *ret_id)
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -ENOMEM;
+	if (acl && !(ep->acl = malloc(sizeof(*acl)))) {
+		free(ep);
+		return -ENOMEM;
+	}
+	if (acl)
+		*ep->acl = *acl;
+	ep->restricted = restricted;
 	r = idtab_add(&s->endpoints, ep, MAX_SESSION_ENDPOINTS, &ep->id);
 	if (r < 0) {
-		free(ep);
+		endpoint_free(ep);
 		return r;
 	}
 	ep->s = s;
@@ -67,7 +90,7 @@ int endpoint_unbind(struct session *s, uint32_t id)
 	/* Receives a message is being copied into end when it has arrived. */
 	ep->unbound = true;
 	if (!ep->taken)
-		free(ep);
+		endpoint_free(ep);
 	return 0;
 }
 
@@ -87,13 +110,53 @@ int endpoint_post(struct op *op)
 	return OP_PENDING;
 }
 
-int endpoint_take(struct core *c, const char *name, uint64_t len, struct op **ret)
+/* May a message from local client @from (NULL: a client of peer @peer) come in? */
+static bool admits(const struct endpoint *ep, const struct session *from, const char *peer)
+{
+	struct creds owner, who;
+
+	if (!ep->restricted)
+		return true;
+	if (!from)
+		return acl_names_peer(ep->acl, peer);
+	session_creds(ep->s, &owner);
+	session_creds(from, &who);
+	return acl_allows_local(ep->acl, &owner, &who);
+}
+
+/* A message @ep refused: counted, and logged per sending uid or peer (rate-limited). */
+static int refused(const struct endpoint *ep, const struct session *from, const char *peer)
+{
+	char key[RP_NAME_MAX + 32];
+
+	stats_totals.send_refused[from ? STATS_FROM_LOCAL : STATS_FROM_PEER]++;
+	if (from) {
+		snprintf(key, sizeof(key), "sends of uid %d", (int)from->cred.uid);
+		log_ratelimited(key, LOG_WARNING,
+				"client %u (pid %d uid %d %s): send to endpoint '%s' of uid %d "
+				"refused: it allows neither this user nor a group of the client",
+				from->id, (int)from->cred.pid, (int)from->cred.uid, from->comm,
+				ep->name, (int)ep->s->cred.uid);
+	} else {
+		snprintf(key, sizeof(key), "sends of peer %s", peer);
+		log_ratelimited(key, LOG_WARNING,
+				"peer %s: send to endpoint '%s' of uid %d refused: the endpoint "
+				"does not name this peer",
+				peer, ep->name, (int)ep->s->cred.uid);
+	}
+	return -RP_EENDPOINT_DENIED;
+}
+
+int endpoint_take(struct core *c, const char *name, uint64_t len, const struct session *from,
+		  const char *peer, struct op **ret)
 {
 	struct endpoint *ep = endpoint_find(c, name);
 	struct op *rop;
 
 	if (!ep)
 		return -RP_ENOENDPOINT;
+	if (!admits(ep, from, peer))
+		return refused(ep, from, peer);
 	rop = ep->head;
 	if (!rop)
 		return -RP_ENORECV;
@@ -125,7 +188,7 @@ void recv_finish(struct core *c, struct op *rop, uint64_t len, int status)
 		return;
 	}
 	if (ep->unbound && !ep->taken)
-		free(ep);
+		endpoint_free(ep);
 	rop->recv_len = (uint32_t)len;
 	op_end(rop, status ? -ECANCELED : 0);
 }

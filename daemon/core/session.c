@@ -343,7 +343,33 @@ static int handle_ep_bind(struct session *s, const struct rp_hdr *h, const struc
 	int status = -EINVAL;
 
 	if (name_valid(req->name, sizeof(req->name)))
-		status = endpoint_bind(s, req->name, &rep.id);
+		status = endpoint_bind(s, req->name, false, NULL, &rep.id);
+	return session_reply(s, h, status, &rep, sizeof(rep), NULL, 0);
+}
+
+static int handle_ep_bind_acl(struct session *s, const struct rp_hdr *h,
+			      const struct rp_export_acl_req *req)
+{
+	struct rp_id rep = { 0 };
+	struct export_acl *acl;
+	int status;
+
+	if (s->version < RP_PROTO_VERSION_EP_ACL)
+		return -EPROTO; /* an older client cannot have meant it */
+	acl = malloc(sizeof(*acl));
+	if (!acl)
+		return session_reply(s, h, -ENOMEM, &rep, sizeof(rep), NULL, 0);
+	status = acl_from_wire(req, acl);
+	if (status == 0 &&
+	    (req->x.region || req->x.access || !name_valid(req->x.name, sizeof(req->x.name))))
+		status = -EINVAL;
+	if (status == 0)
+		status = acl_peers_known(s, acl);
+	if (status == 0)
+		status = endpoint_bind(s, req->x.name, true, acl, &rep.id);
+	free(acl);
+	if (status == -EPROTO)
+		return status;
 	return session_reply(s, h, status, &rep, sizeof(rep), NULL, 0);
 }
 
@@ -396,6 +422,8 @@ static int dispatch_ready(struct session *s, const struct rp_hdr *h, const void 
 		return handle_remote_close(s, h, body);
 	case RP_MSG_EP_BIND:
 		return handle_ep_bind(s, h, body);
+	case RP_MSG_EP_BIND_ACL:
+		return handle_ep_bind_acl(s, h, body);
 	case RP_MSG_EP_UNBIND:
 		return handle_ep_unbind(s, h, body);
 	case RP_MSG_DEST_OPEN:

@@ -116,7 +116,7 @@ static int do_send(struct op *op)
 				      : -RP_EPEERUNKNOWN;
 		return r < 0 ? r : OP_PENDING;
 	}
-	r = endpoint_take(s->core, d->endpoint, q->len, &rop);
+	r = endpoint_take(s->core, d->endpoint, q->len, s, NULL, &rop);
 	if (r < 0)
 		return r;
 	r = guarded_memmove(recv_addr(rop), (char *)lr->addr + q->offset, q->len);

@@ -819,7 +819,8 @@ static int rx_export(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 
 static int rx_send(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 {
-	int r = endpoint_take(l->p->core, rx->endpoint, rx->len, &tok->rop);
+	int r = endpoint_take(l->p->core, rx->endpoint, rx->len, NULL, l->peer->conf.name,
+			      &tok->rop);
 
 	if (r < 0)
 		return r;

@@ -404,7 +404,7 @@ static void rx(int k, uint8_t cmd, uint8_t len, uint8_t st)
 	uint16_t region;
 
 	if (cmd & 0x08) {
-		if (endpoint_take(t.core, k ? "b.ep" : "a.ep", len, &rop) < 0)
+		if (endpoint_take(t.core, k ? "b.ep" : "a.ep", len, NULL, "p", &rop) < 0)
 			return;
 		memset(recv_addr(rop), 0xab, len);
 		recv_finish(t.core, rop, len, st & 1 ? -EIO : 0);

@@ -599,6 +599,35 @@ static void api_errors(struct rp_client *a, struct rp_client *b)
 	check(rp_endpoint_unbind(ep) == 0, "endpoint unbind");
 	check(wait_op(b, RP_OP_RECV, 18, NULL) == -ECANCELED,
 	      "a posted receive completes with -ECANCELED at unbind");
+	{
+		struct rp_export_acl acl = { .comp_mask = 1 };
+		const char *bad[] = { "bad/name" };
+
+		check(rp_endpoint_bind_acl(b, "api-epacl", &acl, &ep) == -EOPNOTSUPP,
+		      "an endpoint access list with unknown comp_mask bits gives -EOPNOTSUPP");
+		acl = (struct rp_export_acl){ .flags = 4 };
+		check(rp_endpoint_bind_acl(b, "api-epacl", &acl, &ep) == -EINVAL,
+		      "one with unknown flags gives -EINVAL");
+		acl = (struct rp_export_acl){ .n_uids = 1 };
+		check(rp_endpoint_bind_acl(b, "api-epacl", &acl, &ep) == -EINVAL,
+		      "one counting uids it does not hold gives -EINVAL");
+		st = rp_endpoint_bind_acl(b, "api-epacl", NULL, &ep);
+		if (getenv("RP_TEST_OLD_DAEMON")) {
+			/* A daemon before protocol 4 would let everyone send: nothing is bound. */
+			check(st == -EOPNOTSUPP,
+			      "an older daemon: binding with a list gives -EOPNOTSUPP (%s)",
+			      rp_strerror(st));
+			check(rp_endpoint_bind(b, "api-epacl", &ep) == 0 &&
+				      rp_endpoint_unbind(ep) == 0,
+			      "and the name was not bound");
+		} else {
+			check(st == 0, "binding a private endpoint (%s)", rp_strerror(st));
+			check(st || rp_endpoint_unbind(ep) == 0, "and unbinding it");
+			acl = (struct rp_export_acl){ .peers = bad, .n_peers = 1 };
+			check(rp_endpoint_bind_acl(b, "api-epacl", &acl, &ep) == -EINVAL,
+			      "a list naming an invalid peer name gives -EINVAL");
+		}
+	}
 	check(rp_region_alloc(a, 4096, 0x80, &rro) == -EINVAL, "unknown region flags: -EINVAL");
 	check(rp_region_alloc(a, 0, 0, &rro) == -EINVAL, "zero length: -EINVAL");
 	st = rp_region_alloc(a, 1, RP_REGION_HUGE, &rro);

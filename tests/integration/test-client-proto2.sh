@@ -43,7 +43,7 @@ ok $? "it speaks protocol 2 at most: a client offering 1..3 gets 2"
 for size in 1 4K 1M; do
 	run_checks "pair $size" "$IO" pair "$size"
 done
-run_checks "api" "$IO" api
+RP_TEST_OLD_DAEMON=1 run_checks "api" "$IO" api
 run_checks "stress" "$IO" stress 4 20000
 
 t_done

@@ -1,6 +1,6 @@
 #!/bin/bash
 # librdmaproxy exports exactly the symbols of its version script, each under
-# the version node that lists it (RDMAPROXY_1, then RDMAPROXY_1.1 and 1.2 for
+# the version node that lists it (RDMAPROXY_1, then RDMAPROXY_1.1 to 1.3 for
 # what came later), from librdmaproxy.so.1; the header stands alone in C and C++.
 . "$(dirname "$0")/lib.sh"
 
@@ -24,8 +24,9 @@ awk '/^RDMAPROXY_[0-9.]* *\{/ { node = $1 } \
 nm -D --defined-only "$SO" | awk '$2 ~ /^[TDBRVW]$/ { print $3 }' | sort >"$T_DIR/versions"
 diff "$T_DIR/want-versions" "$T_DIR/versions" >"$T_DIR/vdiff" &&
 	grep -q '^rp_region_export_acl@@RDMAPROXY_1.1$' "$T_DIR/versions" &&
-	grep -q '^rp_relax@@RDMAPROXY_1.2$' "$T_DIR/versions"
-ok $? "every exported symbol carries the version of its node (RDMAPROXY_1, 1.1, 1.2)"
+	grep -q '^rp_relax@@RDMAPROXY_1.2$' "$T_DIR/versions" &&
+	grep -q '^rp_endpoint_bind_acl@@RDMAPROXY_1.3$' "$T_DIR/versions"
+ok $? "every exported symbol carries the version of its node (RDMAPROXY_1, 1.1, 1.2, 1.3)"
 diag "$T_DIR/vdiff"
 for f in $(cat "$T_DIR/listed"); do
 	grep -q "RP_EXPORT [^;]*\b$f(" "$top_srcdir/include/rdmaproxy.h" || echo "$f"

@@ -131,7 +131,7 @@ ok $? "an fd on a message that takes none disconnects the client"
 "$PROBE" "$SOCK" oversize >/dev/null
 ok $? "an oversized message disconnects the client"
 "$PROBE" "$SOCK" version 7 9 >"$T_DIR/ver.out"
-[ $? -eq 1 ] && grep -q 'daemon_versions=1..3' "$T_DIR/ver.out"
+[ $? -eq 1 ] && grep -q 'daemon_versions=1..4' "$T_DIR/ver.out"
 ok $? "a protocol version mismatch is refused with the daemon's range"
 grep -q 'speaks protocol 7..9' "$LOG"
 ok $? "the daemon logs the version mismatch"

@@ -287,12 +287,69 @@ ok $? "but nobody's export, which export_users grants"
 io C expect-open B rall "$DENIED" >"$T_DIR/open.out" 2>&1
 ok $? "and not root's export for every local user"
 
+# ---- endpoints: everyone by default; with a list, only whom it names ------------
+EP_DENIED=-4124 # -RP_EENDPOINT_DENIED: RP_EBASE + 28
+sends() { # sends UID GID GROUPS NODE PEER NAME WANT: as that user, an 8 B send gets WANT
+	as "$1" "$2" "$3" env RDMAPROXY_SOCKET="$T_DIR/$4.sock" LD_LIBRARY_PATH="$T_DIR/bin" \
+		"$IO" expect-send "$5" "$6" "$7" >"$T_DIR/send.out" 2>&1
+}
+send_metric() { # send_metric NODE FROM: rdmaproxy_endpoint_sends_refused_total{from=FROM}
+	RDMAPROXY_SOCKET="$T_DIR/$1.sock" "$CTL" metrics |
+		sed -n "s/^rdmaproxy_endpoint_sends_refused_total{from=\"$2\"} //p"
+}
+spawn epopen B "$NOBODY" "$NOBODY" bind epopen 3 open
+sends 4243 4243 - B "" epopen 0
+ok $? "an endpoint of nobody bound without a list: uid 4243 may send to it"
+io A expect-send B epopen 0 >"$T_DIR/send.out" 2>&1 &&
+	io C expect-send B epopen 0 >"$T_DIR/send.out" 2>&1
+ok $? "and so may clients of peers A and C"
+spawn eppriv B "$NOBODY" "$NOBODY" bind eppriv 2 private
+sends 4243 4243 - B "" eppriv "$EP_DENIED"
+ok $? "a private endpoint of nobody: uid 4243 may not send to it: RP_EENDPOINT_DENIED"
+grep -q "send: endpoint access denied" "$T_DIR/send.out"
+ok $? "rp_strerror says why ($(cat "$T_DIR/send.out"))"
+grep -q "uid 4243 test-peers-io): send to endpoint 'eppriv' of uid $NOBODY refused" "$T_DIR/B.log"
+ok $? "B logs the refusal with the sender's uid, the endpoint and its owner"
+io A expect-send B eppriv "$EP_DENIED" >"$T_DIR/send.out" 2>&1
+ok $? "a client of root on peer A may not send to it"
+io C expect-send B eppriv "$EP_DENIED" >"$T_DIR/send.out" 2>&1
+ok $? "nor may C's, although B's config grants C nobody's exports (those grants are about exports)"
+grep -q "peer C: send to endpoint 'eppriv' of uid $NOBODY refused" "$T_DIR/B.log"
+ok $? "B logs that with the peer's name"
+sends "$NOBODY" 4243 - B "" eppriv 0
+ok $? "another client of nobody may send to it"
+sends 0 0 - B "" eppriv 0
+ok $? "and root may"
+finish eppriv
+grep -qx "received=2" "$T_DIR/eppriv.out" && [ "$(grep -c '^recv status=0 len=8$' "$T_DIR/eppriv.out")" = 2 ]
+ok $? "the refused sends took none of its 2 receives: they held the 2 allowed messages"
+diag "$T_DIR/eppriv.out"
+spawn epnamed B 0 0 bind epnamed 4 "user:4243,group:4242,peer:A"
+sends 4243 4243 - B "" epnamed 0
+ok $? "an endpoint of root naming uid 4243: that user may send to it"
+sends "$NOBODY" "$NOBODY" 4242 B "" epnamed 0
+ok $? "a client with a group it names may"
+sends "$NOBODY" "$NOBODY" - B "" epnamed "$EP_DENIED"
+ok $? "a user it does not name may not"
+io A expect-send B epnamed 0 >"$T_DIR/send.out" 2>&1
+ok $? "peer A, which it names, may"
+io C expect-send B epnamed "$EP_DENIED" >"$T_DIR/send.out" 2>&1
+ok $? "peer C, which it does not, may not"
+[ "$(send_metric B local)" = 2 ] && [ "$(send_metric B peer)" = 3 ]
+ok $? "B counts the refusals: rdmaproxy_endpoint_sends_refused_total local 2, peer 3"
+io B bind epz 1 peer:Z </dev/null >"$T_DIR/bind.out" 2>&1
+[ $? -eq 2 ] && grep -q "bind: .*peer" "$T_DIR/bind.out"
+ok $? "a list naming a peer B does not know is refused at bind ($(cat "$T_DIR/bind.out"))"
+finish epopen
+grep -qx "received=3" "$T_DIR/epopen.out"
+ok $? "the open endpoint got its 3 messages"
+
 # ---- the demo across daemons: B's export names A's node --------------------------
 RDMAPROXY_SOCKET= "$T_DIR/bin/rp-demo" "$T_DIR/A.sock" B "$T_DIR/B.sock" >"$T_DIR/demo.out" 2>&1
 ok $? "rp-demo moves its 4 MiB from A to a client of B, whose export names A"
 diag "$T_DIR/demo.out"
 
-for t in rpriv npriv ruser rgroup rall bpriv fora anyp; do finish "$t"; done
+for t in rpriv npriv ruser rgroup rall bpriv fora anyp epnamed; do finish "$t"; done
 for n in A B C; do
 	stop_daemon "${PID[$n]}"
 	ok $? "daemon $n exits cleanly after all that"

@@ -25,6 +25,13 @@
  *   hold PEER NAME             open NAME, print "opened", wait for a line on
  *                              stdin, write 1 byte, print the status name.
  *   expect-open PEER NAME ERR  rp_remote_open must fail with ERR (a number).
+ *   bind NAME NRECV ACL        bind endpoint NAME with NRECV receives of 64 B:
+ *                              ACL "open" binds with rp_endpoint_bind(), else
+ *                              rp_endpoint_bind_acl() with ACL as for export;
+ *                              print "ready", then "recv status=S len=L" per
+ *                              message until stdin closes, then "received=N".
+ *   expect-send PEER NAME ERR  an 8-byte rp_send to endpoint NAME on PEER must
+ *                              complete with ERR (0 or a negative number).
  *   notify-burst PEER NAME COUNT DEPTH  COUNT notifying 64-byte writes (imm 0..COUNT-1,
  *                              each to offset 64 * (i % 64)) with DEPTH in flight;
  *                              print "burst ok=N other=M"; 0 if all were ok.
@@ -228,6 +235,66 @@ static int do_export(const char *name, size_t size, int nrecv, const char *spec)
 	}
 	rp_disconnect(c);
 	return 0;
+}
+
+static int do_bind(const char *name, int nrecv, const char *spec)
+{
+	struct rp_client *c = conn();
+	struct rp_region *m;
+	struct rp_endpoint *ep;
+	struct rp_completion comp;
+	struct acl_spec a;
+	int e, i, got = 0;
+
+	if (strcmp(spec, "open") && acl_parse(spec, &a) < 0)
+		return 2;
+	if ((e = rp_region_alloc(c, 4096, 0, &m)) < 0 ||
+	    (e = strcmp(spec, "open") ? rp_endpoint_bind_acl(c, name, &a.acl, &ep)
+				      : rp_endpoint_bind(c, name, &ep)) < 0) {
+		fprintf(stderr, "bind: %s\n", rp_strerror(e));
+		return 2;
+	}
+	for (i = 0; i < nrecv && i < 64; i++)
+		if ((e = rp_post_recv(ep, m, (size_t)i * 64, 64, 100 + i)) < 0) {
+			fprintf(stderr, "post_recv: %s\n", rp_strerror(e));
+			return 2;
+		}
+	printf("ready\n");
+	for (;;) {
+		int n = rp_wait(c, &comp, 1, 100);
+		struct pollfd p = { .fd = 0, .events = POLLIN };
+		char b[64];
+
+		if (n < 0)
+			return 3;
+		if (n == 1) {
+			printf("recv status=%d len=%u\n", comp.status, comp.len);
+			got += comp.op == RP_OP_RECV && !comp.status;
+		}
+		if (poll(&p, 1, 0) > 0 && read(0, b, sizeof(b)) <= 0)
+			break;
+	}
+	printf("received=%d\n", got);
+	rp_disconnect(c);
+	return 0;
+}
+
+static int do_expect_send(const char *peer, const char *name, int want)
+{
+	struct rp_client *c = conn();
+	struct rp_region *r;
+	int e, st;
+
+	if ((e = rp_region_alloc(c, 4096, 0, &r)) < 0) {
+		fprintf(stderr, "alloc: %s\n", rp_strerror(e));
+		return 2;
+	}
+	memcpy(rp_region_ptr(r), "message", 8);
+	e = rp_send(c, peer, name, r, 0, 8, 9);
+	st = e < 0 ? e : wait_op(c, RP_OP_SEND, 9, 10000);
+	printf("send: %s (%d)\n", st ? rp_strerror(st) : "ok", st);
+	rp_disconnect(c);
+	return st == want ? 0 : 1;
 }
 
 static int do_xfer(const char *peer, const char *name, size_t size, uint32_t seed)
@@ -689,6 +756,10 @@ int main(int argc, char **argv)
 			       atoi(argv[7]));
 	if (!strcmp(mode, "hold") && argc == 4)
 		return do_hold(argv[2], argv[3]);
+	if (!strcmp(mode, "bind") && argc == 5)
+		return do_bind(argv[2], atoi(argv[3]), argv[4]);
+	if (!strcmp(mode, "expect-send") && argc == 5)
+		return do_expect_send(argv[2], argv[3], atoi(argv[4]));
 	if (!strcmp(mode, "expect-open") && argc == 5) {
 		struct rp_client *c = conn();
 		struct rp_remote *rm;

@@ -537,6 +537,27 @@ int th_ep_bind(struct th_session *ts, const char *name, uint32_t *ret_id)
 	return r;
 }
 
+int th_ep_bind_acl(struct th_session *ts, const char *name, const struct rp_export_acl_req *acl,
+		   uint32_t *ret_id)
+{
+	struct rp_export_acl_req *req = malloc(sizeof(*req));
+	unsigned before = ts->n_replies;
+	int r;
+
+	if (!req)
+		abort();
+	*req = *acl;
+	put_name(req->x.name, name);
+	r = th_request(ts, RP_MSG_EP_BIND_ACL, req, sizeof(*req), -1);
+	free(req);
+	if (r < 0)
+		return r;
+	r = reply_status(ts, before);
+	if (r == 0 && ret_id)
+		*ret_id = ((const struct rp_id *)th_reply_body(ts))->id;
+	return r;
+}
+
 int th_ep_unbind(struct th_session *ts, uint32_t id)
 {
 	return id_request(ts, RP_MSG_EP_UNBIND, id);

@@ -152,6 +152,9 @@ int th_unexport(struct th_session *ts, uint32_t region, const char *name);
 int th_remote_open(struct th_session *ts, const char *peer, const char *name, uint32_t *ret_id);
 int th_remote_close(struct th_session *ts, uint32_t id);
 int th_ep_bind(struct th_session *ts, const char *name, uint32_t *ret_id);
+/* EP_BIND_ACL with @acl's lists (its x.region and x.access sent as they are). */
+int th_ep_bind_acl(struct th_session *ts, const char *name, const struct rp_export_acl_req *acl,
+		   uint32_t *ret_id);
 int th_ep_unbind(struct th_session *ts, uint32_t id);
 int th_dest_open(struct th_session *ts, const char *peer, const char *name, uint32_t *ret_id);
 

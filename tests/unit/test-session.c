@@ -42,6 +42,7 @@ static const struct {
 	{ RP_MSG_EP_BIND, sizeof(struct rp_ep_req), "EP_BIND" },
 	{ RP_MSG_EP_UNBIND, sizeof(struct rp_id), "EP_UNBIND" },
 	{ RP_MSG_DEST_OPEN, sizeof(struct rp_name_req), "DEST_OPEN" },
+	{ RP_MSG_EP_BIND_ACL, sizeof(struct rp_export_acl_req), "EP_BIND_ACL" },
 	{ RP_MSG_STATUS, 0, "STATUS" },
 	{ RP_MSG_ADMIN_CLIENTS, sizeof(struct rp_admin_page_req), "ADMIN_CLIENTS" },
 	{ RP_MSG_ADMIN_REGIONS, sizeof(struct rp_admin_page_req), "ADMIN_REGIONS" },
@@ -104,7 +105,7 @@ static void test_validate(void)
 {
 	static const uint16_t unknown[] = {
 		0,	2,	0x00ff, 0x0100, 0x0103,
-		0x0204, 0x0404, 0x0800, 0x0808, RP_MSG_REPLY | RP_MSG_HELLO,
+		0x0204, 0x0405, 0x0800, 0x0808, RP_MSG_REPLY | RP_MSG_HELLO,
 		0xffff
 	};
 	const char *why;
@@ -189,6 +190,17 @@ static void test_hello_versions(void)
 	ts = th_session_new(&t, 1000, 1000);
 	tap_is_int(th_hello_v(ts, 1, 1), 0, "a version 1 client is admitted");
 	tap_is_int(ts->s.version, 1, "its session runs version 1");
+	th_session_close(ts);
+
+	/* EP_BIND_ACL came with version 4: an older session cannot have meant it. */
+	ts = th_session_new(&t, 1000, 1000);
+	tap_is_int(th_hello_v(ts, 1, RP_PROTO_VERSION_EP_ACL - 1), 0, "a version 3 client");
+	{
+		struct rp_export_acl_req acl = { 0 };
+
+		tap_is_int(th_ep_bind_acl(ts, "v3", &acl, NULL), -EPROTO,
+			   "sending EP_BIND_ACL is a protocol error");
+	}
 	th_session_close(ts);
 }
 
@@ -496,6 +508,36 @@ static void test_endpoint_requests(struct th_session *ts, struct th_session *oth
 	tap_is_int(th_ep_bind(other, "ep.1", NULL), -EEXIST, "EP_BIND of a bound name");
 	tap_is_int(th_ep_bind(ts, "", NULL), -EINVAL, "EP_BIND of an empty name");
 	tap_is_int(th_ep_bind(ts, "x\x01", NULL), -EINVAL, "EP_BIND of a control character");
+	{
+		struct rp_export_acl_req acl = { .n_uids = 1, .uids = { 4243 } };
+		uint32_t aid = 0;
+
+		tap_is_int(th_ep_bind_acl(ts, "ep.acl", &acl, &aid), 0, "EP_BIND_ACL");
+		tap_ok(aid != 0 && aid != id, "its own endpoint id");
+		tap_is_int(th_ep_bind_acl(other, "ep.acl", &acl, NULL), -EEXIST,
+			   "EP_BIND_ACL of a bound name");
+		tap_is_int(th_ep_unbind(ts, aid), 0, "EP_UNBIND of it");
+		acl.x.region = 1;
+		tap_is_int(th_ep_bind_acl(ts, "ep.acl", &acl, NULL), -EINVAL,
+			   "EP_BIND_ACL with a region");
+		acl.x.region = 0;
+		acl.x.access = RP_ACCESS_REMOTE_READ;
+		tap_is_int(th_ep_bind_acl(ts, "ep.acl", &acl, NULL), -EINVAL,
+			   "EP_BIND_ACL with access bits");
+		acl.x.access = 0;
+		acl.flags = 0x80;
+		tap_is_int(th_ep_bind_acl(ts, "ep.acl", &acl, NULL), -EINVAL,
+			   "EP_BIND_ACL with unknown flags");
+		acl.flags = 0;
+		tap_is_int(th_ep_bind_acl(ts, "", &acl, NULL), -EINVAL,
+			   "EP_BIND_ACL of an empty name");
+		acl = (struct rp_export_acl_req){ .n_peers = 1, .peers = { "nowhere" } };
+		tap_is_int(th_ep_bind_acl(ts, "ep.acl", &acl, NULL), -RP_EPEERUNKNOWN,
+			   "EP_BIND_ACL naming a peer that is not configured");
+		acl = (struct rp_export_acl_req){ .pad = { 1 } };
+		tap_is_int(th_ep_bind_acl(ts, "ep.acl", &acl, NULL), -EPROTO,
+			   "EP_BIND_ACL with padding set: a protocol error");
+	}
 	tap_is_int(th_ep_bind(ts, "ep.2", &id2), 0, "a second endpoint");
 	tap_is_int(th_ep_unbind(ts, id), 0, "EP_UNBIND");
 	tap_is_int(th_ep_unbind(ts, id), -RP_EBADHANDLE, "EP_UNBIND again");

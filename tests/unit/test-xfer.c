@@ -549,16 +549,19 @@ static void test_take(void)
 	uint64_t ck;
 
 	th_ep_bind(b, "b.rx", &ep);
-	tap_is_int(endpoint_take(t.core, "nope", 1, &rop), -RP_ENOENDPOINT, "take: no endpoint");
-	tap_is_int(endpoint_take(t.core, "b.rx", 1, &rop), -RP_ENORECV, "take: nothing posted");
+	tap_is_int(endpoint_take(t.core, "nope", 1, NULL, "p", &rop), -RP_ENOENDPOINT,
+		   "take: no endpoint");
+	tap_is_int(endpoint_take(t.core, "b.rx", 1, NULL, "p", &rop), -RP_ENORECV,
+		   "take: nothing posted");
 	ck = sub(b, sqe(RP_SQE_POST_RECV, rb, 512, ep, 0, 128));
 	th_run(b);
-	tap_is_int(endpoint_take(t.core, "b.rx", 129, &rop), -RP_ERECVSMALL, "take: too small");
-	tap_is_int(endpoint_take(t.core, "b.rx", 64, &rop), 0, "take");
+	tap_is_int(endpoint_take(t.core, "b.rx", 129, NULL, "p", &rop), -RP_ERECVSMALL,
+		   "take: too small");
+	tap_is_int(endpoint_take(t.core, "b.rx", 64, NULL, "p", &rop), 0, "take");
 	tap_ok(rop && recv_addr(rop) == (char *)r->addr + 512, "the receive's buffer");
 	recv_finish(t.core, rop, 64, -EIO);
 	tap_is_int(reap(b), 0, "a message that did not arrive whole completes nothing");
-	tap_ok(endpoint_take(t.core, "b.rx", 64, &again) == 0 && again == rop,
+	tap_ok(endpoint_take(t.core, "b.rx", 64, NULL, "p", &again) == 0 && again == rop,
 	       "its receive is first in line again");
 	memcpy(recv_addr(rop), "from afar", 10);
 	recv_finish(t.core, rop, 10, 0);
@@ -568,7 +571,7 @@ static void test_take(void)
 
 	ck = sub(b, sqe(RP_SQE_POST_RECV, rb, 0, ep, 0, 128));
 	th_run(b);
-	endpoint_take(t.core, "b.rx", 5, &rop);
+	endpoint_take(t.core, "b.rx", 5, NULL, "p", &rop);
 	tap_is_int(th_ep_unbind(b, ep), 0, "EP_UNBIND while a message is arriving");
 	tap_is_int(reap(b), 0, "leaves the taken receive alone");
 	recv_finish(t.core, rop, 5, 0);
@@ -578,7 +581,7 @@ static void test_take(void)
 	th_ep_bind(b, "b.rx", &ep);
 	ck = sub(b, sqe(RP_SQE_POST_RECV, rb, 0, ep, 0, 128));
 	th_run(b);
-	endpoint_take(t.core, "b.rx", 5, &rop);
+	endpoint_take(t.core, "b.rx", 5, NULL, "p", &rop);
 	th_ep_unbind(b, ep);
 	recv_finish(t.core, rop, 5, -EIO);
 	tap_ok(reap(b) == 1 && cqs[0].cookie == ck && cqs[0].status == -ECANCELED,
