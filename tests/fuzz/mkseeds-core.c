@@ -270,6 +270,43 @@ static void ctl_seeds(void)
 	}
 	save("ctl", "export-acl-v1");
 
+	put8(&sb, 0);
+	hello();
+	{
+		struct rp_export_acl_req req;
+
+		memset(&req, 0, sizeof(req));
+		strcpy(req.x.name, "epacl");
+		req.n_uids = 1;
+		req.uids[0] = 1001;
+		req.n_gids = 1;
+		req.gids[0] = 1002;
+		req.n_peers = 1;
+		strcpy(req.peers[0], "nodeB");
+		pkt(0, RP_MSG_EP_BIND_ACL, &req, sizeof(req));
+		strcpy(req.x.name, "epacl2");
+		strcpy(req.peers[0], "nodeZ"); /* not a configured peer */
+		pkt(0, RP_MSG_EP_BIND_ACL, &req, sizeof(req));
+		strcpy(req.peers[0], "nodeB");
+		req.x.region = 1; /* endpoints have no region: refused */
+		pkt(0, RP_MSG_EP_BIND_ACL, &req, sizeof(req));
+		req.x.region = 0;
+		req.pad[2] = 1; /* padding: a protocol violation */
+		pkt(0, RP_MSG_EP_BIND_ACL, &req, sizeof(req));
+	}
+	save("ctl", "ep-acl");
+
+	put8(&sb, 0);
+	hello_v(1, RP_PROTO_VERSION_EP_ACL - 1);
+	{
+		struct rp_export_acl_req req;
+
+		memset(&req, 0, sizeof(req));
+		strcpy(req.x.name, "v3acl"); /* not before version 4: a protocol violation */
+		pkt(0, RP_MSG_EP_BIND_ACL, &req, sizeof(req));
+	}
+	save("ctl", "ep-acl-v3");
+
 	put8(&sb, 3); /* uid 1003: not an allowed user */
 	hello();
 	save("ctl", "user-refused");
