@@ -111,7 +111,9 @@ enum rp_error {
  * Who may open an export. Always: clients of the exporting user and of root
  * on this node. Besides them, only whom the exporter names here (and the
  * peers the operator grants exports in rdmaproxy.conf). A NULL or zeroed
- * struct names nobody: that is what rp_region_export() does.
+ * struct names nobody: that is what rp_region_export() does. The same list
+ * says who may send to an endpoint (rp_endpoint_bind_acl(), where the
+ * operator's grants do not count).
  */
 #define RP_EXPORT_ANY_USER 0x1u /* every local user the daemon admits */
 #define RP_EXPORT_ANY_PEER 0x2u /* the clients of every configured peer */

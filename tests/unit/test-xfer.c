@@ -588,6 +588,47 @@ static void test_take(void)
 	       "or is cancelled if it did not arrive");
 }
 
+/* An endpoint bound with a list decides who may send before a receive is taken. */
+static void test_take_acl(void)
+{
+	struct rp_export_acl_req acl = {
+		.n_uids = 1, .uids = { 1000 }, .n_peers = 1, .peers = { TH_PEER }
+	};
+	struct th_session *x = th_session_new(&t, 1003, 1003);
+	struct op *rop = NULL, *again = NULL;
+	uint32_t ep = 0, open_ep = 0;
+	uint64_t ck;
+
+	if (th_hello(x) || th_ep_bind_acl(b, "b.acl", &acl, &ep) ||
+	    th_ep_bind(b, "b.open", &open_ep))
+		abort();
+	ck = sub(b, sqe(RP_SQE_POST_RECV, rb, 0, ep, 0, 128));
+	sub(b, sqe(RP_SQE_POST_RECV, rb, 128, open_ep, 0, 128));
+	th_run(b);
+	tap_is_int(endpoint_take(t.core, "b.acl", 8, &x->s, NULL, &rop), -RP_EENDPOINT_DENIED,
+		   "take with a list: a local user it does not name is refused");
+	tap_is_int(endpoint_take(t.core, "b.acl", 8, NULL, "q", &rop), -RP_EENDPOINT_DENIED,
+		   "and a peer it does not name");
+	tap_ok(endpoint_take(t.core, "b.acl", 8, &a->s, NULL, &rop) == 0 && rop,
+	       "a user it names gets the receive, which the refusals left in place");
+	recv_finish(t.core, rop, 8, -EIO);
+	tap_ok(endpoint_take(t.core, "b.acl", 8, NULL, TH_PEER, &again) == 0 && again == rop,
+	       "a peer it names");
+	recv_finish(t.core, again, 8, -EIO);
+	tap_ok(endpoint_take(t.core, "b.acl", 8, &b->s, NULL, &rop) == 0,
+	       "its owner's user (another client of it would be the same)");
+	recv_finish(t.core, rop, 8, 0);
+	tap_ok(reap(b) == 1 && cqs[0].cookie == ck && cqs[0].status == 0,
+	       "one completion for the receive");
+	tap_ok(endpoint_take(t.core, "b.open", 8, &x->s, NULL, &rop) == 0,
+	       "an endpoint bound without a list takes anyone's");
+	recv_finish(t.core, rop, 8, 0);
+	reap(b);
+	th_ep_unbind(b, ep);
+	th_ep_unbind(b, open_ep);
+	th_session_close(x);
+}
+
 /* What the peer layer does for a notified WRITE from another daemon. */
 static void test_notify_hold(void)
 {
@@ -1016,6 +1057,7 @@ int main(void)
 	test_stall_give_back();
 	test_send_recv();
 	test_take();
+	test_take_acl();
 	test_notify_hold();
 	test_inflight();
 	test_stall();
