@@ -343,6 +343,17 @@ bool acl_names_peer(const struct export_acl *acl, const char *peer);
 /* ---- exports.c ---- */
 
 /*
+ * A peer that looked an export up. On verbs it gets an MR of its own over
+ * the export's memory, with the export's access: the rkey it holds is that
+ * MR's, so taking its right away (a reload) can take the rkey away from it
+ * alone, whatever it does with it afterwards.
+ */
+struct looker {
+	char name[RP_NAME_MAX];
+	struct vmr *mr; /* verbs: its own MR (NULL on tcp) */
+};
+
+/*
  * A published region, or (with ->remote) a handle to another daemon's export.
  * clang-format 14 reads "export" as the C++20 keyword and would mangle this.
  */
@@ -359,7 +370,7 @@ struct export {
 	struct vmr *xport;	/* verbs: MR with exactly @access; kept while pinned */
 	struct region *xregion; /* referenced while @xport exists */
 	uint64_t peer_id;	/* id given to peers by their LOOKUP, 0: none */
-	char (*lookers)[RP_NAME_MAX]; /* peers that looked it up (they may hold its rkey) */
+	struct looker *lookers; /* peers that looked it up (they may hold an rkey) */
 	unsigned n_lookers;
 	struct session *waiter; /* held: its UNEXPORT is answered once the MR is gone */
 	struct rp_hdr waiter_h;
@@ -383,8 +394,16 @@ bool export_may_open_local(const struct export *e, const struct session *s);
 bool export_may_open_peer(const struct export *e, const struct peer_conf *pc);
 /* Peer @peer looked @e up while allowed to: it may use the id it was given. */
 bool export_looked_up_by(const struct export *e, const char *peer);
-/* Forget that @peer looked @e up (its right to it was taken away). */
-void export_forget_looker(struct export *e, const char *peer);
+/*
+ * Forget that @peer looked @e up (its right to it was taken away). Returns
+ * its MR (NULL: none), now the caller's to drop with export_mr_drop() once
+ * the peer has confirmed the withdrawal or stopped answering.
+ */
+struct vmr *export_forget_looker(struct export *e, const char *peer);
+/* Deregister an MR export_forget_looker() gave (NULL: nothing). */
+void export_mr_drop(struct vmr *mr);
+/* @peer's own MR of @e (export_publish() made it), or NULL (tcp, or not a looker). */
+struct vmr *export_peer_mr(const struct export *e, const char *peer);
 /* Withdraw @name (request @h of @s): enum export_removed, or <0. */
 int export_remove(struct core *c, struct session *s, const struct rp_hdr *h, uint32_t region,
 		  const char *name);
@@ -398,8 +417,9 @@ void export_unref(struct export *e);
 void export_pin(struct export *e);
 void export_unpin(struct export *e);
 /*
- * Peer @peer looked up @e: remember it (it may hold the rkey), give @e its
- * peer id if it has none. 0 or -ENOMEM.
+ * Peer @peer looked up @e: remember it (it may hold an rkey), on verbs with
+ * an MR of its own (struct looker), and give @e its peer id if it has none.
+ * 0, -ENOMEM, or the device's error registering the MR.
  */
 int export_publish(struct core *c, struct export *e, const char *peer);
 /* The live export peers know as @id, or NULL. O(1). */

@@ -111,9 +111,18 @@ struct export *export_ref(struct export *e)
 	return e;
 }
 
+static void drop_looker_mrs(struct export *e)
+{
+	unsigned i;
+
+	for (i = 0; i < e->n_lookers; i++)
+		e->lookers[i].mr = vmr_dereg(e->lookers[i].mr);
+}
+
 /*
  * The device must stop honouring an export as soon as it is withdrawn, but
  * not under an op still using its MR: the MR goes when the last pin goes.
+ * The peers' own MRs go with it (peers' pending withdrawals pin it).
  */
 static void release_mr(struct export *e)
 {
@@ -121,6 +130,7 @@ static void release_mr(struct export *e)
 
 	if (!e->dead || e->ops)
 		return;
+	drop_looker_mrs(e);
 	e->xport = vmr_dereg(e->xport);
 	if (e->xregion)
 		region_unref(e->xregion);
@@ -164,6 +174,7 @@ void export_unref(struct export *e)
 		remote_unlink(e->core, e->remote);
 		free(e->remote);
 	}
+	drop_looker_mrs(e);
 	free(e->lookers);
 	free(e->acl);
 	free(e);
@@ -184,46 +195,74 @@ static void export_kill(struct core *c, struct export **pp)
 	export_unref(e);
 }
 
-bool export_looked_up_by(const struct export *e, const char *peer)
+static struct looker *looker_find(const struct export *e, const char *peer)
 {
 	unsigned i;
 
 	for (i = 0; i < e->n_lookers; i++)
-		if (!strcmp(e->lookers[i], peer))
-			return true;
-	return false;
+		if (!strcmp(e->lookers[i].name, peer))
+			return &e->lookers[i];
+	return NULL;
 }
 
-static int add_looker(struct export *e, const char *name)
+bool export_looked_up_by(const struct export *e, const char *peer)
 {
-	char(*v)[RP_NAME_MAX];
+	return looker_find(e, peer) != NULL;
+}
 
-	if (export_looked_up_by(e, name))
+struct vmr *export_peer_mr(const struct export *e, const char *peer)
+{
+	const struct looker *lk = looker_find(e, peer);
+
+	return lk ? lk->mr : NULL;
+}
+
+/* @name as a looker of @e, with its own MR on verbs (see struct looker). */
+static int add_looker(struct core *c, struct export *e, const char *name)
+{
+	struct looker *v, *lk = looker_find(e, name);
+	int r;
+
+	if (lk)
 		return 0;
 	v = realloc(e->lookers, (e->n_lookers + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	e->lookers = v;
-	snprintf(v[e->n_lookers++], RP_NAME_MAX, "%s", name);
+	lk = &v[e->n_lookers];
+	memset(lk, 0, sizeof(*lk));
+	snprintf(lk->name, sizeof(lk->name), "%s", name);
+	if (e->xport) {
+		r = vmr_reg(c->vlocal, e->region->addr, e->region->len, vmr_access(e->access),
+			    &lk->mr);
+		if (r < 0)
+			return r;
+	}
+	e->n_lookers++;
 	return 0;
 }
 
-void export_forget_looker(struct export *e, const char *peer)
+struct vmr *export_forget_looker(struct export *e, const char *peer)
 {
-	unsigned i;
+	struct looker *lk = looker_find(e, peer);
+	struct vmr *mr;
 
-	for (i = 0; i < e->n_lookers; i++)
-		if (!strcmp(e->lookers[i], peer)) {
-			memmove(e->lookers[i], e->lookers[i + 1],
-				(e->n_lookers - i - 1) * sizeof(e->lookers[0]));
-			e->n_lookers--;
-			return;
-		}
+	if (!lk)
+		return NULL;
+	mr = lk->mr;
+	memmove(lk, lk + 1, (size_t)(e->n_lookers - (unsigned)(lk - e->lookers) - 1) * sizeof(*lk));
+	e->n_lookers--;
+	return mr;
+}
+
+void export_mr_drop(struct vmr *mr)
+{
+	vmr_dereg(mr);
 }
 
 int export_publish(struct core *c, struct export *e, const char *peer)
 {
-	int r = add_looker(e, peer);
+	int r = add_looker(c, e, peer);
 
 	if (r < 0 || e->peer_id)
 		return r;

@@ -39,6 +39,7 @@ struct plookup {
 struct prevoke {
 	struct prevoke *next;
 	struct export *e; /* referenced, and its MR pinned (e->ops) */
+	struct vmr *mr;	  /* verbs: the peer's own MR of it, dropped with this (or NULL) */
 	uint64_t id;
 	uint64_t deadline_ms;
 };
@@ -185,8 +186,15 @@ static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 	} else if (!export_may_open_peer(e, config_peer(p->cfg, l->peer->conf.name))) {
 		r.status = lookup_refused(l, e);
 	} else {
-		n = l->t->ops->export_info(l->t, e, r.xinfo, sizeof(r.xinfo));
-		err = n < 0 ? n : export_publish(p->core, e, l->peer->conf.name);
+		/* First: on verbs the looker gets the MR whose rkey the info carries. */
+		err = export_publish(p->core, e, l->peer->conf.name);
+		n = err < 0 ? err
+			    : l->t->ops->export_info(l->t, e, l->peer->conf.name, r.xinfo,
+						     sizeof(r.xinfo));
+		err = n < 0 ? n : 0;
+		if (err < 0)
+			log_warn("peer %s: lookup of export '%s' failed: %s", l->peer->conf.name,
+				 e->name, strerror(-err));
 		if (err < 0) {
 			r.status = err;
 			memset(r.xinfo, 0, sizeof(r.xinfo));
@@ -417,6 +425,8 @@ static void revoke_release(struct prevoke *rv)
 {
 	struct export *e = rv->e;
 
+	/* The peer's rkey is dead from here on, whatever it still posts. */
+	export_mr_drop(rv->mr);
 	export_unpin(e);
 	export_unref(e);
 	free(rv);
@@ -437,14 +447,18 @@ static void revoke_send(struct peer_link *l, struct prevoke *rv)
  * @pr looked @e up, so it may hold handles with its rkey: tell it, now if
  * its link is up or else as soon as it is (a link that fails meanwhile
  * gets it again on the next one), and keep the MR until it confirms or
- * REVOKE_WAIT_MS pass.
+ * REVOKE_WAIT_MS pass. @mr: the peer's own MR of @e, if its right to @e
+ * alone was taken away (dropped with the withdrawal), else NULL.
  */
-static void revoke_start(struct peer *pr, struct export *e)
+static void revoke_start(struct peer *pr, struct export *e, struct vmr *mr)
 {
 	struct prevoke *rv = calloc(1, sizeof(*rv));
 
-	if (!rv) /* no memory for the bookkeeping: withdraw without waiting */
+	if (!rv) { /* no memory for the bookkeeping: withdraw without waiting */
+		export_mr_drop(mr);
 		return;
+	}
+	rv->mr = mr;
 	rv->e = export_ref(e);
 	export_pin(e);
 	rv->id = e->peer_id;
@@ -465,8 +479,7 @@ static unsigned recheck_peer(struct peers *p, struct peer *pr, const char **ret_
 	for (e = p->core->exports; e; e = e->next) {
 		if (!export_looked_up_by(e, pr->conf.name) || export_may_open_peer(e, pc))
 			continue;
-		export_forget_looker(e, pr->conf.name);
-		revoke_start(pr, e);
+		revoke_start(pr, e, export_forget_looker(e, pr->conf.name));
 		log_debug("peer %s may no longer open export '%s'", pr->conf.name, e->name);
 		if (!n++)
 			*ret_first = e->name;
@@ -518,6 +531,13 @@ static void on_revoke(struct peer_link *l, const struct pp_revoke *m)
 	int err;
 
 	pp_hdr_init(&r.h, PP_REVOKE_R, 0);
+#ifdef RP_TEST_IGNORE_REVOKE
+	/* tests/helpers/rdmaproxyd-stubborn: a peer that keeps using what was withdrawn. */
+	log_notice(
+		"peer %s withdrew its export %llu: ignored (a test build that keeps its handles)",
+		l->peer->conf.name, (unsigned long long)m->export_id);
+	return;
+#endif
 	if (m->export_inc != l->remote_inc) {
 		/* Not this incarnation's: no handle of ours can use it. */
 		err = link_send(l, &r, sizeof(r));
@@ -744,12 +764,12 @@ static void export_gone(void *peers, struct export *e)
 
 	if (!e->peer_id || p->stopping)
 		return;
-	/* Every peer that looked it up may hold its rkey. */
+	/* Every peer that looked it up may hold an rkey (their MRs go with the export's). */
 	for (i = 0; i < e->n_lookers; i++) {
-		struct peer *pr = peer_find(p, e->lookers[i]);
+		struct peer *pr = peer_find(p, e->lookers[i].name);
 
 		if (pr)
-			revoke_start(pr, e);
+			revoke_start(pr, e, NULL);
 	}
 }
 

@@ -235,12 +235,14 @@ struct transport_ops {
 	/* Take an op (see "Exactly-once reports"). 0: taken; <0: not taken. */
 	int (*submit)(struct xconn *x, struct peer_op *op);
 	/*
-	 * Exporting side: fill @buf (up to PEER_XINFO_MAX) with what a remote
-	 * initiator's transport of the same kind needs for one-sided access to
-	 * @e. Returns the length (0 for tcp) or a negative errno (the LOOKUP is
-	 * answered with that error). Called for every LOOKUP: cache per export.
+	 * Exporting side: fill @buf (up to PEER_XINFO_MAX) with what peer
+	 * @peer's transport (of the same kind) needs for one-sided access to
+	 * @e, which it looked up (export_publish(): on verbs, its own MR,
+	 * export_peer_mr()). Returns the length (0 for tcp) or a negative errno
+	 * (the LOOKUP is answered with that error). Called for every LOOKUP.
 	 */
-	int (*export_info)(struct transport *t, struct export *e, void *buf, size_t cap);
+	int (*export_info)(struct transport *t, struct export *e, const char *peer, void *buf,
+			   size_t cap);
 	/*
 	 * Importing side: the peer withdrew @export_id (PP_REVOKE). Post nothing
 	 * more for it (ops not yet wholly posted end -RP_EUNEXPORTED), then send

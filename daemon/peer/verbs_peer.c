@@ -15,8 +15,9 @@
  *  - access flags: none until the peer layer's handshake has authenticated
  *    the other daemon (ops->open_access), then exactly REMOTE_WRITE |
  *    REMOTE_READ (no atomics): an unauthenticated connector whose QP is
- *    connected cannot reach any MR of ours, whatever rkey it guesses. The
- *    per-export MR still decides what is allowed where.
+ *    connected cannot reach any MR of ours, whatever rkey it guesses. Each
+ *    peer's own MR of an export (exports.c, struct looker) still decides
+ *    what is allowed where, and goes when its right to the export does.
  *  - max_dest_rd_atomic on the passive side: what we accept, as librdmacm
  *    does for its own QPs.
  *  - local ACK timeout and retry count: [verbs] ack_timeout and
@@ -691,18 +692,20 @@ static int vp_open_access(struct xconn *x)
 	return vx_modify_qp(c->qp, &a, IBV_QP_ACCESS_FLAGS);
 }
 
-static int vp_export_info(struct transport *xt, struct export *e, void *buf, size_t cap)
+static int vp_export_info(struct transport *xt, struct export *e, const char *peer, void *buf,
+			  size_t cap)
 {
+	struct vmr *mr = export_peer_mr(e, peer);
 	struct vp_xinfo xi = { 0 };
 
-	if (!e->xport)
+	if (!mr)
 		return -EOPNOTSUPP;
 	if (cap < sizeof(xi))
 		return -ENOBUFS;
-	/* The export's own MR (exports.c), with exactly its access. */
-	xi.addr = vmr_addr(e->xport);
-	xi.len = vmr_len(e->xport);
-	xi.rkey = vmr_rkey(e->xport);
+	/* This peer's own MR of the export (exports.c), with exactly its access. */
+	xi.addr = vmr_addr(mr);
+	xi.len = vmr_len(mr);
+	xi.rkey = vmr_rkey(mr);
 	xi.magic = VP_MAGIC;
 	memcpy(buf, &xi, sizeof(xi));
 	return sizeof(xi);

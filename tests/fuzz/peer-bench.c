@@ -310,7 +310,8 @@ static const char *tcp_remote_addr(const struct xconn *x)
 	return x->addr;
 }
 
-static int tcp_export_info(struct transport *t, struct export *e, void *buf, size_t cap)
+static int tcp_export_info(struct transport *t, struct export *e, const char *peer, void *buf,
+			   size_t cap)
 {
 	return 0;
 }

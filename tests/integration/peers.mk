@@ -44,5 +44,12 @@ TESTS += tests/integration/test-peer-flood.sh
 EXTRA_DIST += tests/integration/test-peer-flood.sh
 
 # Per-export access control (issue 12): a second local user and a second peer.
+# A peer that ignores withdrawals (the daemon's sources built so): a reload
+# that takes its grant away must still take its access away.
+check_PROGRAMS += tests/helpers/rdmaproxyd-stubborn
+tests_helpers_rdmaproxyd_stubborn_SOURCES = $(daemon_rdmaproxyd_SOURCES)
+tests_helpers_rdmaproxyd_stubborn_CPPFLAGS = $(AM_CPPFLAGS) -DRP_TEST_IGNORE_REVOKE
+tests_helpers_rdmaproxyd_stubborn_CFLAGS = $(daemon_rdmaproxyd_CFLAGS)
+tests_helpers_rdmaproxyd_stubborn_LDADD = $(daemon_rdmaproxyd_LDADD)
 TESTS += tests/integration/test-export-acl.sh
 EXTRA_DIST += tests/integration/test-export-acl.sh

@@ -5,8 +5,11 @@
 # the owner's uid and root may open an export unless it names more users or
 # groups (primary or supplementary); remotely only the peers it names, or
 # that B's config grants exports (exports = all, export_users), and a reload
-# that takes a grant away withdraws the handles. A peer that guesses export
-# ids it was never given is refused. Every refusal has its own error code,
+# that takes a grant away withdraws the handles, also from a peer D that
+# ignores the withdrawal (a test build of the daemon: on verbs only its own MR
+# of the export going stops it). A peer that guesses export ids it was never
+# given is refused. Endpoints bound with an access list take messages only
+# from whom it names. Every refusal has its own error code,
 # a log line and a count in the metrics; non-admins list only what they may
 # open. Runs clients as other users with setpriv, so it needs root.
 # RP_TEST_TRANSPORT=verbs and RP_TEST_ADDR (an rxe address) run the daemons
@@ -40,9 +43,9 @@ IO="$T_DIR/bin/test-peers-io"
 CTL="$T_DIR/bin/rdmaproxyctl"
 
 declare -A PORT PID
-ports=($(free_ports 4))
+ports=($(free_ports 5))
 i=0
-for n in A B C R; do PORT[$n]=${ports[i++]}; done
+for n in A B C R D; do PORT[$n]=${ports[i++]}; done
 printf 'shared-secret-key-for-tests-0001\n' >"$T_DIR/k.key"
 chmod 600 "$T_DIR/k.key"
 
@@ -62,7 +65,8 @@ conf() {
 	} >"$T_DIR/$n.conf"
 }
 conf A B
-conf B A C R
+DGRANT="export_users = nobody" # B's grant to D, a peer that ignores withdrawals (below)
+conf B A C R "D;$DGRANT"
 conf C B
 for n in A B C; do
 	start_daemon "$T_DIR/$n.log" -c "$T_DIR/$n.conf"
@@ -247,7 +251,7 @@ fi
 reload_b() { # reload_b "C-section lines": B's config with these in [peer "C"], reloaded
 	local n
 	n=$(grep -c "reloaded $T_DIR/B.conf" "$T_DIR/B.log")
-	conf B A "C;$1" R
+	conf B A "C;$1" R "D;$DGRANT"
 	kill -HUP "${PID[B]}"
 	wait_for 10 sh -c "[ \$(grep -c 'reloaded $T_DIR/B.conf' '$T_DIR/B.log') -gt $n ]"
 }
@@ -335,6 +339,13 @@ io A expect-send B epnamed 0 >"$T_DIR/send.out" 2>&1
 ok $? "peer A, which it names, may"
 io C expect-send B epnamed "$EP_DENIED" >"$T_DIR/send.out" 2>&1
 ok $? "peer C, which it does not, may not"
+finish epnamed
+grep -qx "received=3" "$T_DIR/epnamed.out"
+ok $? "it got the 3 messages it allows (uid 4243, the group, peer A)"
+spawn epany B 0 0 bind epany 2 any-user,any-peer
+sends 4243 4243 - B "" epany 0 && io C expect-send B epany 0 >"$T_DIR/send.out" 2>&1
+ok $? "an endpoint for every user and every peer: uid 4243 and peer C may send to it"
+finish epany
 [ "$(send_metric B local)" = 2 ] && [ "$(send_metric B peer)" = 3 ]
 ok $? "B counts the refusals: rdmaproxy_endpoint_sends_refused_total local 2, peer 3"
 io B bind epz 1 peer:Z </dev/null >"$T_DIR/bind.out" 2>&1
@@ -344,12 +355,45 @@ finish epopen
 grep -qx "received=3" "$T_DIR/epopen.out"
 ok $? "the open endpoint got its 3 messages"
 
+# ---- a peer that ignores a withdrawal loses its access anyway -------------------
+# D runs a test build of the daemon that ignores B's withdrawals and keeps its
+# handles. Over tcp B checks every op itself; over verbs D holds an rkey, and
+# only deregistering D's own MR of the export takes it away.
+conf D B
+RPD="$top_builddir/tests/helpers/rdmaproxyd-stubborn" start_daemon "$T_DIR/D.log" -c "$T_DIR/D.conf"
+PID[D]=$T_LAST_PID
+wait_for 20 sh -c "grep -q 'peer B: .* -> up' '$T_DIR/D.log' && grep -q 'peer D: .* -> up' '$T_DIR/B.log'"
+ok $? "daemon D (a test build that ignores withdrawals) is up and peered with B"
+mkfifo "$T_DIR/dhold.in"
+(
+	for fd in "${SP_FD[@]}"; do exec {fd}>&-; done
+	exec env RDMAPROXY_SOCKET="$T_DIR/D.sock" "$IO" hold B npriv
+) <"$T_DIR/dhold.in" >"$T_DIR/dhold.out" 2>&1 &
+DHOLD=$!
+T_PIDS+=("$DHOLD")
+exec 8>"$T_DIR/dhold.in"
+wait_for 10 grep -q opened "$T_DIR/dhold.out"
+ok $? "a client of D holds a handle to nobody's export, which B's config grants D (export_users = nobody)"
+DGRANT=""
+reload_b "export_users = nobody"
+ok $? "B reloads without that grant"
+wait_for 20 grep -q "peer D did not confirm the withdrawal of export" "$T_DIR/B.log" &&
+	grep -q "peer B withdrew its export .*: ignored" "$T_DIR/D.log"
+ok $? "D ignores the withdrawal; B stops waiting for its confirmation after 5 s"
+echo go >&8
+exec 8>&-
+wait "$DHOLD"
+grep -qE "^status=-[1-9][0-9]{0,3} " "$T_DIR/dhold.out"
+ok $? "the write D's client then makes through its stale handle fails ($(tail -1 "$T_DIR/dhold.out"))"
+stop_daemon "${PID[D]}"
+ok $? "daemon D exits cleanly"
+
 # ---- the demo across daemons: B's export names A's node --------------------------
 RDMAPROXY_SOCKET= "$T_DIR/bin/rp-demo" "$T_DIR/A.sock" B "$T_DIR/B.sock" >"$T_DIR/demo.out" 2>&1
 ok $? "rp-demo moves its 4 MiB from A to a client of B, whose export names A"
 diag "$T_DIR/demo.out"
 
-for t in rpriv npriv ruser rgroup rall bpriv fora anyp epnamed; do finish "$t"; done
+for t in rpriv npriv ruser rgroup rall bpriv fora anyp; do finish "$t"; done
 for n in A B C; do
 	stop_daemon "${PID[$n]}"
 	ok $? "daemon $n exits cleanly after all that"

@@ -289,7 +289,7 @@ static void test_export_acl(void)
 	tap_is_int(export_publish(t.core, e, TH_PEER), 0, "a peer looks it up");
 	tap_ok(export_looked_up_by(e, TH_PEER) && !export_looked_up_by(e, "nodeZ"),
 	       "it is remembered as a looker, nobody else");
-	export_forget_looker(e, TH_PEER);
+	tap_ok(export_forget_looker(e, TH_PEER) == NULL, "a looker on tcp has no MR of its own");
 	tap_ok(!export_looked_up_by(e, TH_PEER) && e->n_lookers == 0, "and can be forgotten");
 
 	req->pad[0] = 1;

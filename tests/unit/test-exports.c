@@ -120,7 +120,7 @@ static void test_peer_ids(struct th_session *a)
 		       e[7]->n_lookers == 1,
 	       "publishing again to the same peer changes nothing");
 	tap_ok(export_publish(t.core, e[7], "nodeC") == 0 && e[7]->peer_id == first + 7 &&
-		       e[7]->n_lookers == 2 && !strcmp(e[7]->lookers[1], "nodeC"),
+		       e[7]->n_lookers == 2 && !strcmp(e[7]->lookers[1].name, "nodeC"),
 	       "another peer is remembered, the id stays");
 	for (i = 0; i < N_MANY; i++)
 		ids += export_by_peer_id(t.core, e[i]->peer_id) == e[i];
