@@ -97,6 +97,7 @@ enum rp_error {
 	RP_ELIMIT_EXPORTS,	    /* per-user limit on exports (max_regions) reached */
 	RP_EEXPORT_DENIED,	    /* the export does not let this user (or peer) open it */
 	RP_EENDPOINT_DENIED,	    /* the endpoint does not let this user (or peer) send to it */
+	RP_ELIMIT_ENDPOINTS,	    /* per-user limit on endpoints (max_regions) reached */
 	RP_EMAX
 };
 
@@ -272,7 +273,8 @@ RP_EXPORT int rp_read(struct rp_client *c, struct rp_region *r, size_t off, stru
  * of any user, and the clients of every configured peer may send to it: see
  * rp_endpoint_bind_acl() to keep the others out. A name belongs to whoever
  * binds it first (as with exports), so a sender cannot tell who receives.
- * Returns 0 and *ret; -EEXIST, -EINVAL, -ENOMEM, -RP_EDAEMON.
+ * Returns 0 and *ret; -EEXIST, -EINVAL, -ENOMEM, -RP_ELIMIT_ENDPOINTS,
+ * -RP_EDAEMON.
  */
 RP_EXPORT int rp_endpoint_bind(struct rp_client *c, const char *name, struct rp_endpoint **ret);
 /*

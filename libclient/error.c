@@ -43,6 +43,8 @@ static const char *const rp_errors[RP_EMAX - RP_EBASE] = {
 					 "rdmaproxy.conf bounds exports too)",
 	[RP_EEXPORT_DENIED - RP_EBASE] = "export access denied: the export does not allow this "
 					 "user (or, on a peer, this node) to open it",
+	[RP_ELIMIT_ENDPOINTS - RP_EBASE] = "per-user limit on endpoints reached (max_regions in "
+					   "rdmaproxy.conf bounds endpoints too)",
 	[RP_EENDPOINT_DENIED - RP_EBASE] = "endpoint access denied: the endpoint does not allow "
 					   "this user (or, on a peer, this node) to send to it",
 };

@@ -90,6 +90,7 @@ struct uid_acct {
 	unsigned refs; /* sessions, live regions, operations */
 	unsigned conns;
 	unsigned regions;
+	unsigned endpoints; /* bound (bounded by max_regions, as exports are) */
 	unsigned inflight;
 	uint64_t bytes;
 };

@@ -48,6 +48,9 @@ int endpoint_bind(struct session *s, const char *name, bool restricted,
 
 	if (endpoint_find(c, name))
 		return -EEXIST;
+	/* Each costs memory and makes every send's name lookup longer. */
+	if (s->acct->endpoints >= c->cfg->max_regions)
+		return -RP_ELIMIT_ENDPOINTS;
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -ENOMEM;
@@ -67,6 +70,7 @@ int endpoint_bind(struct session *s, const char *name, bool restricted,
 		return r;
 	}
 	ep->s = s;
+	s->acct->endpoints++;
 	strcpy(ep->name, name);
 	ep->next = c->endpoints;
 	c->endpoints = ep;
@@ -86,6 +90,7 @@ int endpoint_unbind(struct session *s, uint32_t id)
 			*pp = ep->next;
 			break;
 		}
+	s->acct->endpoints--;
 	while ((op = ep->head)) {
 		ep->head = op->next;
 		op_end(op, -ECANCELED);

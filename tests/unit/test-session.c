@@ -409,6 +409,31 @@ static void test_export_limit(struct th_session *ts)
 		   "an UNEXPORT makes room again");
 	th_region_free(ts, r);
 	tap_is_int(exports_of_uid(t.core, ts->s.cred.uid), 0, "freeing the region withdrew all");
+
+	/* Endpoints too, per uid across its sessions; a list or none, the same. */
+	{
+		struct th_session *two = th_session_new(&t, ts->s.cred.uid, ts->s.cred.gid);
+		struct th_session *other = th_session_new(&t, 4243, 4243);
+		struct rp_export_acl_req acl = { 0 };
+		uint32_t id[3] = { 0 }, oid = 0;
+
+		if (th_hello(two) || th_hello(other))
+			abort();
+		ok = (th_ep_bind(ts, "lep0", &id[0]) == 0) +
+		     (th_ep_bind(two, "lep1", &id[1]) == 0) +
+		     (th_ep_bind_acl(ts, "lep2", &acl, &id[2]) == 0);
+		tap_is_int(ok, 3, "max_regions endpoints per uid, over two sessions");
+		tap_is_int(th_ep_bind(two, "lep3", NULL), -RP_ELIMIT_ENDPOINTS,
+			   "one more is refused");
+		tap_is_int(th_ep_bind_acl(ts, "lep3", &acl, NULL), -RP_ELIMIT_ENDPOINTS,
+			   "with a list too");
+		tap_is_int(th_ep_bind(other, "lep3", &oid), 0, "another uid's are counted apart");
+		th_ep_unbind(ts, id[0]);
+		tap_is_int(th_ep_bind(ts, "lep4", NULL), 0, "an EP_UNBIND makes room again");
+		th_session_close(two);
+		tap_is_int(th_ep_bind(ts, "lep5", NULL), 0, "so does a session that ends");
+		th_session_close(other);
+	}
 	t.cfg.max_regions = 16;
 }
 
