@@ -354,6 +354,80 @@ static int handle_regions(struct admin_ctx *ctx, struct session *s, const struct
 	return page_send(s, h, &p);
 }
 
+/* Who besides its owner and root may send to @ep (RP_OPEN_*), among the configured peers. */
+static uint32_t ep_open_to(const struct config *cfg, const struct endpoint *ep)
+{
+	const struct export_acl *a = ep->acl;
+	uint32_t r = 0;
+	size_t i, peers = 0;
+
+	if (!ep->restricted)
+		return RP_OPEN_ANY_USER | RP_OPEN_PEERS | RP_OPEN_ALL_PEERS;
+	if (a && (a->n_uids || a->n_gids))
+		r |= RP_OPEN_USERS;
+	if (a && (a->flags & RP_EXPORT_ANY_USER))
+		r |= RP_OPEN_ANY_USER;
+	for (i = 0; i < cfg->n_peers; i++)
+		peers += acl_names_peer(a, cfg->peers[i].name);
+	if (peers)
+		r |= RP_OPEN_PEERS;
+	if ((a && (a->flags & RP_EXPORT_ANY_PEER)) || (peers && peers == cfg->n_peers))
+		r |= RP_OPEN_ALL_PEERS;
+	return r;
+}
+
+/*
+ * Add @s's endpoints at or after @cursor that @w may see (its own uid's,
+ * and of others' those that take its messages), while the page has room;
+ * count every one @w may see in the page's total.
+ */
+static void page_endpoints(struct page *p, const struct viewer *w, const struct session *s,
+			   uint64_t cursor)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->endpoints.n; i++) {
+		const struct endpoint *ep = s->endpoints.v[i];
+		uint64_t key = (uint64_t)s->id << 32 | (i + 1);
+		struct rp_admin_endpoint *rec;
+		const struct op *o;
+
+		if (!ep || (!sees_all(w, s) && !endpoint_admits(ep, w->s, NULL)))
+			continue;
+		p->hdr->total++;
+		if (key < cursor || !(rec = page_add(p, key)))
+			continue;
+		rec->client = s->id;
+		rec->pid = (int32_t)s->cred.pid;
+		rec->uid = (uint32_t)s->cred.uid;
+		rec->id = ep->id;
+		for (o = ep->head; o; o = o->next)
+			rec->posted++;
+		rec->open_to = ep_open_to(s->core->cfg, ep);
+		memcpy(rec->comm, s->comm, sizeof(rec->comm));
+		snprintf(rec->name, sizeof(rec->name), "%s", ep->name);
+	}
+}
+
+static int handle_endpoints(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
+			    const struct rp_admin_page_req *req)
+{
+	struct viewer w = { .s = s, .admin = is_admin(ctx, s) };
+	struct session **v;
+	struct page p;
+	size_t n, i;
+	int r;
+
+	r = sorted_sessions(ctx->core, &v, &n);
+	if (r < 0)
+		return reply_text(s, h, r, "out of memory");
+	page_init(&p, sizeof(struct rp_admin_endpoint));
+	for (i = 0; i < n; i++)
+		page_endpoints(&p, &w, v[i], req->cursor);
+	free(v);
+	return page_send(s, h, &p);
+}
+
 static int handle_peers(struct admin_ctx *ctx, struct session *s, const struct rp_hdr *h,
 			const struct rp_admin_page_req *req)
 {
@@ -554,6 +628,8 @@ int admin_dispatch(struct admin_ctx *ctx, struct session *s, const struct rp_hdr
 		return handle_clients(ctx, s, h, body);
 	case RP_MSG_ADMIN_REGIONS:
 		return handle_regions(ctx, s, h, body);
+	case RP_MSG_ADMIN_ENDPOINTS:
+		return handle_endpoints(ctx, s, h, body);
 	case RP_MSG_ADMIN_PEERS:
 		return handle_peers(ctx, s, h, body);
 	case RP_MSG_ADMIN_METRICS:

@@ -76,6 +76,7 @@ enum rp_msg_type {
 	RP_MSG_ADMIN_METRICS = 0x0805, /* page of Prometheus text */
 	RP_MSG_ADMIN_PING = 0x0806,
 	RP_MSG_ADMIN_RELOAD = 0x0807,
+	RP_MSG_ADMIN_ENDPOINTS = 0x0808, /* page of struct rp_admin_endpoint */
 };
 
 /* RP_MSG_HELLO: must be the first message; anything else first disconnects. */
@@ -301,6 +302,23 @@ _Static_assert(sizeof(struct rp_admin_region) == 120, "rp_admin_region");
 #define RP_OPEN_ANY_USER 0x2u  /* every local user */
 #define RP_OPEN_PEERS 0x4u     /* some configured peers */
 #define RP_OPEN_ALL_PEERS 0x8u /* every configured peer */
+
+/*
+ * One bound message endpoint; the cursor is client id << 32 | endpoint id.
+ * open_to: RP_OPEN_* of who besides its owner and root may send to it (one
+ * bound without a list: every user and every peer).
+ */
+struct rp_admin_endpoint {
+	uint32_t client; /* owning session id */
+	int32_t pid;
+	uint32_t uid;
+	uint32_t id;	 /* endpoint id within its client */
+	uint32_t posted; /* receives posted and not yet filled */
+	uint32_t open_to;
+	char comm[16];
+	char name[RP_NAME_MAX];
+};
+_Static_assert(sizeof(struct rp_admin_endpoint) == 104, "rp_admin_endpoint");
 
 /* One configured peer. Counters are since the daemon started. */
 struct rp_admin_peer {

@@ -30,6 +30,7 @@ long ctl_body_size(uint16_t type)
 		return 0;
 	case RP_MSG_ADMIN_CLIENTS:
 	case RP_MSG_ADMIN_REGIONS:
+	case RP_MSG_ADMIN_ENDPOINTS:
 	case RP_MSG_ADMIN_PEERS:
 	case RP_MSG_ADMIN_METRICS:
 		return sizeof(struct rp_admin_page_req);

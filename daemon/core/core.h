@@ -505,6 +505,8 @@ int endpoint_bind(struct session *s, const char *name, bool restricted,
 		  const struct export_acl *acl, uint32_t *ret_id);
 /* Posted receives end with -ECANCELED (nothing is written for a dead session). */
 int endpoint_unbind(struct session *s, uint32_t id);
+/* May local client @from (NULL: a client of peer @peer) send to @ep? */
+bool endpoint_admits(const struct endpoint *ep, const struct session *from, const char *peer);
 /* Queue a posted receive on endpoint @q->target of @op->s: OP_PENDING or <0. */
 int endpoint_post(struct op *op);
 /*

@@ -118,8 +118,7 @@ int endpoint_post(struct op *op)
 	return OP_PENDING;
 }
 
-/* May a message from local client @from (NULL: a client of peer @peer) come in? */
-static bool admits(const struct endpoint *ep, const struct session *from, const char *peer)
+bool endpoint_admits(const struct endpoint *ep, const struct session *from, const char *peer)
 {
 	struct creds owner, who;
 
@@ -163,7 +162,7 @@ int endpoint_take(struct core *c, const char *name, uint64_t len, const struct s
 
 	if (!ep)
 		return -RP_ENOENDPOINT;
-	if (!admits(ep, from, peer))
+	if (!endpoint_admits(ep, from, peer))
 		return refused(ep, from, peer);
 	rop = ep->head;
 	if (!rop)

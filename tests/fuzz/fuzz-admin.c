@@ -61,6 +61,8 @@ static size_t record_size(uint16_t type)
 		return sizeof(struct rp_admin_region);
 	case RP_MSG_ADMIN_PEERS:
 		return sizeof(struct rp_admin_peer);
+	case RP_MSG_ADMIN_ENDPOINTS:
+		return sizeof(struct rp_admin_endpoint);
 	case RP_MSG_ADMIN_METRICS:
 		return 1;
 	default:
@@ -225,7 +227,7 @@ static size_t fa_req(const uint8_t *p, size_t n)
 		[FA_STATUS] = RP_MSG_STATUS,	     [FA_CLIENTS] = RP_MSG_ADMIN_CLIENTS,
 		[FA_REGIONS] = RP_MSG_ADMIN_REGIONS, [FA_PEERS] = RP_MSG_ADMIN_PEERS,
 		[FA_METRICS] = RP_MSG_ADMIN_METRICS, [FA_PING] = RP_MSG_ADMIN_PING,
-		[FA_RELOAD] = RP_MSG_ADMIN_RELOAD,
+		[FA_RELOAD] = RP_MSG_ADMIN_RELOAD,   [FA_ENDPOINTS] = RP_MSG_ADMIN_ENDPOINTS,
 	};
 	uint64_t cursor = 0;
 	int i;

@@ -126,6 +126,7 @@ enum fa_type {
 	FA_METRICS,
 	FA_PING,
 	FA_RELOAD,
+	FA_ENDPOINTS,
 	FA_NTYPES,
 };
 

@@ -731,6 +731,7 @@ static void admin_seeds(void)
 	req(FA_CLIENTS, 0, 2);
 	req(FA_REGIONS, 0, 3);
 	req(FA_PEERS, 0, 4);
+	req(FA_ENDPOINTS, 0, 5);
 	save("admin", "lists");
 	begin(UP, LOOKED);
 	u8(FA_SESSION);
@@ -808,7 +809,7 @@ static void admin_seeds(void)
 	pkt(0, RP_MSG_ADMIN_PING, 0, &ping_req, sizeof(ping_req));
 	save("admin", "ping-malformed");
 	begin(UP, 0);
-	pkt(0, 0x0808, 0, &pr, sizeof(pr));
+	pkt(0, 0x0809, 0, &pr, sizeof(pr));
 	save("admin", "unknown-type");
 	begin(UP, 0);
 	pkt(0, RP_MSG_STATUS, 1, NULL, 0);

@@ -324,6 +324,21 @@ sends "$NOBODY" 4243 - B "" eppriv 0
 ok $? "another client of nobody may send to it"
 sends 0 0 - B "" eppriv 0
 ok $? "and root may"
+ep_names() { # ep_names UID GID: the ep* endpoints rdmaproxyctl endpoints shows that user, sorted
+	as "$1" "$2" - env RDMAPROXY_SOCKET="$T_DIR/B.sock" LD_LIBRARY_PATH="$T_DIR/bin" \
+		"$CTL" --json endpoints |
+		jq -r '[.endpoints[].name | select(startswith("ep"))] | sort | join(" ")'
+}
+got=$(ep_names 4243 4243)
+[ "$got" = "epopen" ]
+ok $? "rdmaproxyctl endpoints: uid 4243 lists only the one it may send to ($got)"
+got=$(ep_names "$NOBODY" "$NOBODY")
+[ "$got" = "epopen eppriv" ]
+ok $? "nobody lists both of its own ($got)"
+RDMAPROXY_SOCKET="$T_DIR/B.sock" "$CTL" endpoints >"$T_DIR/eps.txt"
+grep -q ' eppriv  *0  *owner$' "$T_DIR/eps.txt" && grep -q ' epopen  *0  *anyone,all-peers$' "$T_DIR/eps.txt"
+ok $? "root lists them with their receives posted and who may send"
+diag "$T_DIR/eps.txt"
 finish eppriv
 grep -qx "received=2" "$T_DIR/eppriv.out" && [ "$(grep -c '^recv status=0 len=8$' "$T_DIR/eppriv.out")" = 2 ]
 ok $? "the refused sends took none of its 2 receives: they held the 2 allowed messages"

@@ -105,7 +105,7 @@ static void test_validate(void)
 {
 	static const uint16_t unknown[] = {
 		0,	2,	0x00ff, 0x0100, 0x0103,
-		0x0204, 0x0405, 0x0800, 0x0808, RP_MSG_REPLY | RP_MSG_HELLO,
+		0x0204, 0x0405, 0x0800, 0x0809, RP_MSG_REPLY | RP_MSG_HELLO,
 		0xffff
 	};
 	const char *why;

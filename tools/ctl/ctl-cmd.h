@@ -21,6 +21,7 @@ int ctl_fail(struct ctl *x, int err, const char *why);
 
 int ctl_cmd_clients(struct ctl *x);
 int ctl_cmd_regions(struct ctl *x);
+int ctl_cmd_endpoints(struct ctl *x);
 int ctl_cmd_peers(struct ctl *x);
 /* Peers that are up / configured, from the peers list. */
 int ctl_peer_counts(struct ctl *x, unsigned *up, unsigned *total);

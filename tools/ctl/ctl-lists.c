@@ -232,6 +232,68 @@ int ctl_cmd_regions(struct ctl *x)
 	return CTL_EXIT_OK;
 }
 
+int ctl_cmd_endpoints(struct ctl *x)
+{
+	static const char *const spec[] = { ">CLIENT",	 ">PID",    ">UID",   "~COMMAND",
+					    "~ENDPOINT", ">POSTED", "SENDERS" };
+	char cl[16], pid[16], uid[16], comm[17], name[RP_NAME_MAX + 1], posted[16], open[32];
+	struct rp_admin_endpoint *v;
+	struct ctl_table t;
+	struct ctl_json j;
+	size_t n, i;
+	int r;
+
+	if (x->conn.hello.version < RP_PROTO_VERSION_EP_ACL) {
+		fprintf(stderr, "rdmaproxyctl: this daemon is too old to list endpoints\n");
+		return CTL_EXIT_FAILED;
+	}
+	r = fetch(x, RP_MSG_ADMIN_ENDPOINTS, sizeof(*v), (void **)&v, &n);
+	if (r)
+		return r;
+	if (x->json) {
+		json_begin(&j, stdout);
+		json_obj(&j, NULL);
+		json_arr(&j, "endpoints");
+		for (i = 0; i < n; i++) {
+			json_obj(&j, NULL);
+			json_u64(&j, "client", v[i].client);
+			json_i64(&j, "pid", v[i].pid);
+			json_u64(&j, "uid", v[i].uid);
+			json_str(&j, "command", S(v[i].comm, comm));
+			json_u64(&j, "endpoint", v[i].id);
+			json_str(&j, "name", S(v[i].name, name));
+			json_u64(&j, "posted", v[i].posted);
+			open_json(&j, v[i].open_to);
+			json_close(&j, '}');
+		}
+		json_close(&j, ']');
+		json_close(&j, '}');
+		json_end(&j);
+	} else {
+		ctl_table_init(&t, 7, spec);
+		for (i = 0; i < n; i++) {
+			const char *row[] = { cl,
+					      pid,
+					      uid,
+					      comm,
+					      name,
+					      posted,
+					      open_str(v[i].open_to, open, sizeof(open)) };
+
+			snprintf(cl, sizeof(cl), "%" PRIu32, v[i].client);
+			snprintf(pid, sizeof(pid), "%" PRId32, v[i].pid);
+			snprintf(uid, sizeof(uid), "%" PRIu32, v[i].uid);
+			S(v[i].comm, comm);
+			S(v[i].name, name);
+			snprintf(posted, sizeof(posted), "%" PRIu32, v[i].posted);
+			ctl_table_row(&t, row);
+		}
+		ctl_table_print(&t, stdout);
+	}
+	free(v);
+	return CTL_EXIT_OK;
+}
+
 static void peer_json(struct ctl_json *j, const struct rp_admin_peer *p)
 {
 	char b[RP_ADMIN_TEXT_MAX];

@@ -22,6 +22,7 @@ static const char usage_text[] =
 	"  peers               configured peers: state, round trip, traffic, errors\n"
 	"  clients             connected clients: pid, uid, command, regions, operations\n"
 	"  regions             registered regions: owner, size, exports and access\n"
+	"  endpoints           bound message endpoints: owner, receives posted, senders\n"
 	"  ping PEER           round trips through the peer channel (-c COUNT, -i SECONDS)\n"
 	"  reload              re-read the configuration (root or admin_group)\n"
 	"  metrics             Prometheus text exposition of the daemon's metrics\n"
@@ -182,7 +183,7 @@ static const struct {
 	{ "status", 0, ctl_cmd_status },   { "peers", 0, ctl_cmd_peers },
 	{ "clients", 0, ctl_cmd_clients }, { "regions", 0, ctl_cmd_regions },
 	{ "ping", 1, ctl_cmd_ping },	   { "reload", 0, cmd_reload },
-	{ "metrics", 0, ctl_cmd_metrics },
+	{ "metrics", 0, ctl_cmd_metrics }, { "endpoints", 0, ctl_cmd_endpoints },
 };
 
 static int usage_error(const char *what, const char *arg)
