@@ -351,7 +351,7 @@ bool acl_names_peer(const struct export_acl *acl, const char *peer);
  */
 struct looker {
 	char name[RP_NAME_MAX];
-	struct vmr *mr; /* verbs: its own MR (NULL on tcp) */
+	struct vmr *mr; /* verbs: its own MR, from its first verbs LOOKUP (else NULL) */
 };
 
 /*
@@ -403,8 +403,12 @@ bool export_looked_up_by(const struct export *e, const char *peer);
 struct vmr *export_forget_looker(struct export *e, const char *peer);
 /* Deregister an MR export_forget_looker() gave (NULL: nothing). */
 void export_mr_drop(struct vmr *mr);
-/* @peer's own MR of @e (export_publish() made it), or NULL (tcp, or not a looker). */
-struct vmr *export_peer_mr(const struct export *e, const char *peer);
+/*
+ * Looker @peer's own MR of @e, registered at its first call (verbs LOOKUPs):
+ * 0 and *ret; -EOPNOTSUPP (not a looker, no verbs MR, withdrawn) or the
+ * device's error.
+ */
+int export_peer_mr(struct export *e, const char *peer, struct vmr **ret);
 /* Withdraw @name (request @h of @s): enum export_removed, or <0. */
 int export_remove(struct core *c, struct session *s, const struct rp_hdr *h, uint32_t region,
 		  const char *name);
@@ -418,9 +422,8 @@ void export_unref(struct export *e);
 void export_pin(struct export *e);
 void export_unpin(struct export *e);
 /*
- * Peer @peer looked up @e: remember it (it may hold an rkey), on verbs with
- * an MR of its own (struct looker), and give @e its peer id if it has none.
- * 0, -ENOMEM, or the device's error registering the MR.
+ * Peer @peer looked up @e: remember it (it may hold an rkey), and give @e
+ * its peer id if it has none. 0 or -ENOMEM.
  */
 int export_publish(struct core *c, struct export *e, const char *peer);
 /* The live export peers know as @id, or NULL. O(1). */

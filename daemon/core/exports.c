@@ -210,34 +210,36 @@ bool export_looked_up_by(const struct export *e, const char *peer)
 	return looker_find(e, peer) != NULL;
 }
 
-struct vmr *export_peer_mr(const struct export *e, const char *peer)
+int export_peer_mr(struct export *e, const char *peer, struct vmr **ret)
 {
-	const struct looker *lk = looker_find(e, peer);
-
-	return lk ? lk->mr : NULL;
-}
-
-/* @name as a looker of @e, with its own MR on verbs (see struct looker). */
-static int add_looker(struct core *c, struct export *e, const char *name)
-{
-	struct looker *v, *lk = looker_find(e, name);
+	struct looker *lk = looker_find(e, peer);
 	int r;
 
-	if (lk)
+	if (!lk || !e->xport || !e->region || e->dead)
+		return -EOPNOTSUPP;
+	if (!lk->mr) {
+		r = vmr_reg(e->core->vlocal, e->region->addr, e->region->len, vmr_access(e->access),
+			    &lk->mr);
+		if (r < 0)
+			return r;
+	}
+	*ret = lk->mr;
+	return 0;
+}
+
+/* @name as a looker of @e (its MR comes with its first verbs LOOKUP: export_peer_mr()). */
+static int add_looker(struct export *e, const char *name)
+{
+	struct looker *v;
+
+	if (looker_find(e, name))
 		return 0;
 	v = realloc(e->lookers, (e->n_lookers + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	e->lookers = v;
-	lk = &v[e->n_lookers];
-	memset(lk, 0, sizeof(*lk));
-	snprintf(lk->name, sizeof(lk->name), "%s", name);
-	if (e->xport) {
-		r = vmr_reg(c->vlocal, e->region->addr, e->region->len, vmr_access(e->access),
-			    &lk->mr);
-		if (r < 0)
-			return r;
-	}
+	memset(&v[e->n_lookers], 0, sizeof(*v));
+	snprintf(v[e->n_lookers].name, sizeof(v->name), "%s", name);
 	e->n_lookers++;
 	return 0;
 }
@@ -262,7 +264,7 @@ void export_mr_drop(struct vmr *mr)
 
 int export_publish(struct core *c, struct export *e, const char *peer)
 {
-	int r = add_looker(c, e, peer);
+	int r = add_looker(e, peer);
 
 	if (r < 0 || e->peer_id)
 		return r;

@@ -42,6 +42,13 @@ struct prevoke {
 	struct vmr *mr;	  /* verbs: the peer's own MR of it, dropped with this (or NULL) */
 	uint64_t id;
 	uint64_t deadline_ms;
+	/*
+	 * REVOKE_WAIT_MS passed: the MR and the pin were let go, but the
+	 * record stays until the peer confirms, so that a link it makes later
+	 * still hears of the withdrawal before it could use the stale rkey
+	 * (which would fail its QP under its other clients' operations).
+	 */
+	bool let_go;
 };
 
 /* How long an importer may take to confirm a withdrawal before the MR goes anyway. */
@@ -186,15 +193,19 @@ static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 	} else if (!export_may_open_peer(e, config_peer(p->cfg, l->peer->conf.name))) {
 		r.status = lookup_refused(l, e);
 	} else {
-		/* First: on verbs the looker gets the MR whose rkey the info carries. */
+		/* First: on verbs the looker gets its own MR, whose rkey the info carries. */
 		err = export_publish(p->core, e, l->peer->conf.name);
 		n = err < 0 ? err
 			    : l->t->ops->export_info(l->t, e, l->peer->conf.name, r.xinfo,
 						     sizeof(r.xinfo));
 		err = n < 0 ? n : 0;
-		if (err < 0)
-			log_warn("peer %s: lookup of export '%s' failed: %s", l->peer->conf.name,
-				 e->name, strerror(-err));
+		if (err < 0) {
+			char key[RP_NAME_MAX + 8];
+
+			log_ratelimited(peer_key(l, key, sizeof(key)), LOG_WARNING,
+					"peer %s: lookup of export '%s' failed: %s",
+					l->peer->conf.name, e->name, strerror(-err));
+		}
 		if (err < 0) {
 			r.status = err;
 			memset(r.xinfo, 0, sizeof(r.xinfo));
@@ -421,14 +432,21 @@ static int submit(void *peers, struct op *cop)
 
 /* ---- Withdrawals (PP_REVOKE): the exporting side. ---- */
 
+/* The peer's rkey is dead from here on, whatever it still posts; the MR may go. */
+static void revoke_let_go(struct prevoke *rv)
+{
+	if (rv->let_go)
+		return;
+	rv->let_go = true;
+	export_mr_drop(rv->mr);
+	rv->mr = NULL;
+	export_unpin(rv->e);
+}
+
 static void revoke_release(struct prevoke *rv)
 {
-	struct export *e = rv->e;
-
-	/* The peer's rkey is dead from here on, whatever it still posts. */
-	export_mr_drop(rv->mr);
-	export_unpin(e);
-	export_unref(e);
+	revoke_let_go(rv);
+	export_unref(rv->e);
 	free(rv);
 }
 
@@ -507,12 +525,22 @@ void data_recheck(struct peers *p)
 
 static void on_revoke_r(struct peer_link *l, const struct pp_revoke *m)
 {
-	struct prevoke **pp, *rv = NULL;
+	struct prevoke **pp, **oldest = NULL, *rv = NULL;
 
+	/*
+	 * The oldest withdrawal of that export waiting: confirmations come in
+	 * the order the withdrawals were sent (the list is newest first), and
+	 * a newer one (granted again, looked up again, withdrawn again) may
+	 * still have its MR in use.
+	 */
 	if (m->export_inc == l->p->incarnation)
-		for (pp = &l->peer->revokes; (rv = *pp); pp = &rv->next)
-			if (rv->id == m->export_id)
-				break;
+		for (pp = &l->peer->revokes; *pp; pp = &(*pp)->next)
+			if ((*pp)->id == m->export_id)
+				oldest = pp;
+	if (oldest) {
+		pp = oldest;
+		rv = *pp;
+	}
 	if (!rv) {
 		/* Late (we stopped waiting), a repeat, or for a previous incarnation. */
 		log_debug("peer %s confirmed a withdrawal of export %llu nobody waits for",
@@ -582,6 +610,16 @@ void data_peer_drop(struct peer *pr, int status)
 		pr->revokes = rv->next;
 		revoke_release(rv);
 	}
+}
+
+void data_peer_forget(struct peers *p, struct peer *pr)
+{
+	struct export *e;
+
+	/* Its links are gone: its lookups and their MRs with them (a peer added again looks up
+	 * again). */
+	for (e = p->core->exports; e; e = e->next)
+		export_mr_drop(export_forget_looker(e, pr->conf.name));
 }
 
 static void replay(struct peer_link *l)
@@ -691,17 +729,14 @@ void data_tick(struct peers *p, uint64_t now)
 	for (pr = p->head; pr; pr = pr->next) {
 		struct prevoke **pp = &pr->revokes, *rv;
 
-		while ((rv = *pp)) {
-			if (now < rv->deadline_ms) {
-				pp = &rv->next;
+		for (rv = *pp; rv; rv = rv->next) {
+			if (rv->let_go || now < rv->deadline_ms)
 				continue;
-			}
 			log_warn("peer %s did not confirm the withdrawal of export %llu within %u "
 				 "s; "
 				 "deregistering it anyway",
 				 pr->conf.name, (unsigned long long)rv->id, REVOKE_WAIT_MS / 1000);
-			*pp = rv->next;
-			revoke_release(rv);
+			revoke_let_go(rv);
 		}
 		/* Parked ops wait at most REPLAY_WAIT_MS each for a link. */
 		op = &pr->parked;

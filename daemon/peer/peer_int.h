@@ -175,6 +175,8 @@ void data_link_up(struct peer_link *l);
 void data_replay(struct peer *pr);
 /* Report the ops parked on @pr with @status (peer removed, shutdown). */
 void data_peer_drop(struct peer *pr, int status);
+/* Peer @pr is going (removed, its links closed): forget its lookups and drop their MRs. */
+void data_peer_forget(struct peers *p, struct peer *pr);
 /*
  * After a reload: every configured peer that looked an export up but may no
  * longer open it under the new config is forgotten as a looker (its ops on

@@ -753,6 +753,9 @@ static void maybe_free_peer(struct peer *pr)
 	if (pr->links)
 		return;
 	data_peer_drop(pr, -RP_EPEERDOWN);
+	/* Removed for good (not added again meanwhile): its lookups go. */
+	if (pr->removed && !pr->p->stopping && !peer_find(pr->p, pr->conf.name))
+		data_peer_forget(pr->p, pr);
 	for (pp = &pr->p->head; *pp; pp = &(*pp)->next)
 		if (*pp == pr) {
 			*pp = pr->next;

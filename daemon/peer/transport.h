@@ -237,9 +237,10 @@ struct transport_ops {
 	/*
 	 * Exporting side: fill @buf (up to PEER_XINFO_MAX) with what peer
 	 * @peer's transport (of the same kind) needs for one-sided access to
-	 * @e, which it looked up (export_publish(): on verbs, its own MR,
-	 * export_peer_mr()). Returns the length (0 for tcp) or a negative errno
-	 * (the LOOKUP is answered with that error). Called for every LOOKUP.
+	 * @e, which it looked up (export_publish()); on verbs that is an MR of
+	 * its own (export_peer_mr(), registered at its first LOOKUP). Returns
+	 * the length (0 for tcp) or a negative errno (the LOOKUP is answered
+	 * with that error). Called for every LOOKUP.
 	 */
 	int (*export_info)(struct transport *t, struct export *e, const char *peer, void *buf,
 			   size_t cap);

@@ -695,13 +695,15 @@ static int vp_open_access(struct xconn *x)
 static int vp_export_info(struct transport *xt, struct export *e, const char *peer, void *buf,
 			  size_t cap)
 {
-	struct vmr *mr = export_peer_mr(e, peer);
 	struct vp_xinfo xi = { 0 };
+	struct vmr *mr;
+	int r;
 
-	if (!mr)
-		return -EOPNOTSUPP;
 	if (cap < sizeof(xi))
 		return -ENOBUFS;
+	r = export_peer_mr(e, peer, &mr);
+	if (r < 0)
+		return r;
 	/* This peer's own MR of the export (exports.c), with exactly its access. */
 	xi.addr = vmr_addr(mr);
 	xi.len = vmr_len(mr);

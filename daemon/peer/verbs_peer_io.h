@@ -31,8 +31,9 @@
  * like a SEND does, so it takes a credit.
  *
  * Data: PEER_OP_WRITE/READ are RDMA WRITE/READ straight between the local
- * region's MR (region->xport) and the exporter's per-export MR (published by
- * export_info as struct vp_xinfo): zero copy on both hosts. PEER_OP_SEND is
+ * region's MR (region->xport) and the MR the exporter registered of the
+ * export for this peer alone (published by export_info as struct vp_xinfo):
+ * zero copy on both hosts. PEER_OP_SEND is
  * zero copy on the sending host (the payload SGE points into the client's
  * region) and one memcpy on the receiving host, from the receive buffer
  * into the client's posted receive.

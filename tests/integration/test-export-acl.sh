@@ -398,8 +398,11 @@ ok $? "D ignores the withdrawal; B stops waiting for its confirmation after 5 s"
 echo go >&8
 exec 8>&-
 wait "$DHOLD"
-grep -qE "^status=-[1-9][0-9]{0,3} " "$T_DIR/dhold.out"
-ok $? "the write D's client then makes through its stale handle fails ($(tail -1 "$T_DIR/dhold.out"))"
+# tcp: B refuses the op (RP_EEXPORT_DENIED); verbs: D's RDMA WRITE meets a
+# deregistered rkey, and D reports the export withdrawn (RP_EUNEXPORTED).
+[ "$TRANSPORT" = verbs ] && want=-4101 || want=$DENIED
+grep -q "^status=$want " "$T_DIR/dhold.out"
+ok $? "the write D's client then makes through its stale handle fails with $want ($(tail -1 "$T_DIR/dhold.out"))"
 stop_daemon "${PID[D]}"
 ok $? "daemon D exits cleanly"
 
