@@ -43,16 +43,20 @@ struct prevoke {
 	uint64_t id;
 	uint64_t deadline_ms;
 	/*
-	 * REVOKE_WAIT_MS passed: the MR and the pin were let go, but the
-	 * record stays until the peer confirms, so that a link it makes later
-	 * still hears of the withdrawal before it could use the stale rkey
-	 * (which would fail its QP under its other clients' operations).
+	 * REVOKE_WAIT_MS passed: the MR, the pin and the export were let go
+	 * (@e is NULL), but the record stays until the peer confirms (at most
+	 * REVOKE_KEEP_MAX of them), so that a link it makes later hears of the
+	 * withdrawal early: before its own new operations, which would meet the
+	 * stale rkey and fail its QP under its other clients' operations. (Ops
+	 * it replays the moment the link is up can still get there first.)
 	 */
 	bool let_go;
 };
 
 /* How long an importer may take to confirm a withdrawal before the MR goes anyway. */
 #define REVOKE_WAIT_MS 5000
+/* Withdrawals past that wait kept per peer until it confirms (the oldest go first). */
+#define REVOKE_KEEP_MAX 1024
 /*
  * How long a peer may go on moving bytes of an export after it was withdrawn
  * before its link is closed (which ends the transfer and lets the owner's
@@ -441,12 +445,13 @@ static void revoke_let_go(struct prevoke *rv)
 	export_mr_drop(rv->mr);
 	rv->mr = NULL;
 	export_unpin(rv->e);
+	export_unref(rv->e);
+	rv->e = NULL;
 }
 
 static void revoke_release(struct prevoke *rv)
 {
 	revoke_let_go(rv);
-	export_unref(rv->e);
 	free(rv);
 }
 
@@ -612,6 +617,31 @@ void data_peer_drop(struct peer *pr, int status)
 	}
 }
 
+struct prevoke *data_take_revokes(struct peer *pr)
+{
+	struct prevoke *list = pr->revokes;
+
+	pr->revokes = NULL;
+	return list;
+}
+
+void data_give_revokes(struct peer *pr, struct prevoke *list)
+{
+	struct prevoke *rv, **tail;
+
+	if (!pr) {
+		while ((rv = list)) {
+			list = rv->next;
+			revoke_release(rv);
+		}
+		return;
+	}
+	/* After its own: @list is older than anything it has. */
+	for (tail = &pr->revokes; *tail; tail = &(*tail)->next)
+		;
+	*tail = list;
+}
+
 void data_peer_forget(struct peers *p, struct peer *pr)
 {
 	struct export *e;
@@ -675,14 +705,21 @@ static void replay(struct peer_link *l)
 			 pr->conf.name, n, n == 1 ? "" : "s");
 }
 
+/* @rv and those after it (older), oldest first: in the order they were made. */
+static void revoke_send_all(struct peer_link *l, struct prevoke *rv)
+{
+	if (!rv)
+		return;
+	revoke_send_all(l, rv->next);
+	revoke_send(l, rv);
+}
+
 void data_link_up(struct peer_link *l)
 {
 	struct peer *pr = l->peer;
-	struct prevoke *rv;
 
-	/* Withdrawals first: the replays below must not use a withdrawn export. */
-	for (rv = pr->revokes; rv; rv = rv->next)
-		revoke_send(l, rv);
+	/* Withdrawals first, oldest first: the replays below must not use a withdrawn export. */
+	revoke_send_all(l, pr->revokes);
 	replay(l);
 }
 
@@ -729,14 +766,23 @@ void data_tick(struct peers *p, uint64_t now)
 	for (pr = p->head; pr; pr = pr->next) {
 		struct prevoke **pp = &pr->revokes, *rv;
 
-		for (rv = *pp; rv; rv = rv->next) {
-			if (rv->let_go || now < rv->deadline_ms)
+		unsigned kept = 0;
+
+		while ((rv = *pp)) {
+			if (!rv->let_go && now >= rv->deadline_ms) {
+				log_warn("peer %s did not confirm the withdrawal of export %llu "
+					 "within %u s; deregistering it anyway",
+					 pr->conf.name, (unsigned long long)rv->id,
+					 REVOKE_WAIT_MS / 1000);
+				revoke_let_go(rv);
+			}
+			/* A peer that never confirms holds at most REVOKE_KEEP_MAX records. */
+			if (rv->let_go && ++kept > REVOKE_KEEP_MAX) {
+				*pp = rv->next;
+				revoke_release(rv);
 				continue;
-			log_warn("peer %s did not confirm the withdrawal of export %llu within %u "
-				 "s; "
-				 "deregistering it anyway",
-				 pr->conf.name, (unsigned long long)rv->id, REVOKE_WAIT_MS / 1000);
-			revoke_let_go(rv);
+			}
+			pp = &rv->next;
 		}
 		/* Parked ops wait at most REPLAY_WAIT_MS each for a link. */
 		op = &pr->parked;

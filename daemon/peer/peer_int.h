@@ -175,6 +175,10 @@ void data_link_up(struct peer_link *l);
 void data_replay(struct peer *pr);
 /* Report the ops parked on @pr with @status (peer removed, shutdown). */
 void data_peer_drop(struct peer *pr, int status);
+/* Peer @pr's pending withdrawals, taken off it (a changed peer hands them on). */
+struct prevoke *data_take_revokes(struct peer *pr);
+/* ... given to @pr (NULL: released) and sent on its next link. */
+void data_give_revokes(struct peer *pr, struct prevoke *list);
 /* Peer @pr is going (removed, its links closed): forget its lookups and drop their MRs. */
 void data_peer_forget(struct peers *p, struct peer *pr);
 /*

@@ -753,8 +753,11 @@ static void maybe_free_peer(struct peer *pr)
 	if (pr->links)
 		return;
 	data_peer_drop(pr, -RP_EPEERDOWN);
-	/* Removed for good (not added again meanwhile): its lookups go. */
-	if (pr->removed && !pr->p->stopping && !peer_find(pr->p, pr->conf.name))
+	/*
+	 * Removed from the running configuration (not a changed peer, whose
+	 * new entry goes on with its lookups): they go, with their MRs.
+	 */
+	if (pr->removed && !pr->p->stopping && !config_peer(pr->p->cfg, pr->conf.name))
 		data_peer_forget(pr->p, pr);
 	for (pp = &pr->p->head; *pp; pp = &(*pp)->next)
 		if (*pp == pr) {
@@ -857,9 +860,13 @@ void peers_reload(struct peers *p, const struct config *cfg)
 			log_info("reload: peer %s removed: draining and closing", pr->conf.name);
 			peer_remove(pr, "removed from the configuration");
 		} else if (!conf_same(c, &pr->conf)) {
+			struct prevoke *pending = data_take_revokes(pr);
+
 			log_info("reload: peer %s changed: reconnecting", pr->conf.name);
 			peer_remove(pr, "settings changed by a reload");
 			peer_add(p, c);
+			/* Its withdrawals still pending go to its next link. */
+			data_give_revokes(peer_find(p, c->name), pending);
 		}
 	}
 	for (i = 0; i < cfg->n_peers; i++)

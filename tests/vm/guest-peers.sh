@@ -313,8 +313,10 @@ one_guest() {
 
 	# Withdrawal the importer cannot hear of in time: A stays stopped past
 	# B's 5 s wait, and B deregisters A's MR of the export. B still sends
-	# the withdrawal on A's next link, before anything else: A's next WRITE
-	# ends RP_EUNEXPORTED without meeting the device, and nobody's QP fails.
+	# the withdrawal as soon as A's next link is up: A's next WRITE (made
+	# once that link is steady) ends RP_EUNEXPORTED without meeting the
+	# device, and nobody's QP fails. (An op A replays the moment the link is
+	# up could still get there first.)
 	# (A peer that ignores withdrawals does meet it: test-vm-export-acl.)
 	spawn e5 B export e5 64K 0
 	said e5 ready
