@@ -246,17 +246,21 @@ static int do_bind(const char *name, int nrecv, const char *spec)
 	struct acl_spec a;
 	int e, i, got = 0;
 
-	if (strcmp(spec, "open") && acl_parse(spec, &a) < 0)
+	if (strcmp(spec, "open") && acl_parse(spec, &a) < 0) {
+		rp_disconnect(c);
 		return 2;
+	}
 	if ((e = rp_region_alloc(c, 4096, 0, &m)) < 0 ||
 	    (e = strcmp(spec, "open") ? rp_endpoint_bind_acl(c, name, &a.acl, &ep)
 				      : rp_endpoint_bind(c, name, &ep)) < 0) {
 		fprintf(stderr, "bind: %s\n", rp_strerror(e));
+		rp_disconnect(c);
 		return 2;
 	}
 	for (i = 0; i < nrecv && i < 64; i++)
 		if ((e = rp_post_recv(ep, m, (size_t)i * 64, 64, 100 + i)) < 0) {
 			fprintf(stderr, "post_recv: %s\n", rp_strerror(e));
+			rp_disconnect(c);
 			return 2;
 		}
 	printf("ready\n");
@@ -287,6 +291,7 @@ static int do_expect_send(const char *peer, const char *name, int want)
 
 	if ((e = rp_region_alloc(c, 4096, 0, &r)) < 0) {
 		fprintf(stderr, "alloc: %s\n", rp_strerror(e));
+		rp_disconnect(c);
 		return 2;
 	}
 	memcpy(rp_region_ptr(r), "message", 8);
