@@ -235,22 +235,29 @@ static uint64_t region_key(const struct session *s, uint32_t id, unsigned k)
 }
 
 /* Who besides its owner and root may open @e (RP_OPEN_*), under the running config. */
-static uint32_t open_to(const struct config *cfg, const struct export *e)
+/* RP_OPEN_* of access list @a (NULL: none) that lets in @peers of the @n configured peers. */
+static uint32_t open_flags(const struct export_acl *a, size_t peers, size_t n)
 {
-	uint32_t flags = e->acl ? e->acl->flags : 0, r = 0;
-	size_t i, peers = 0;
+	uint32_t flags = a ? a->flags : 0, r = 0;
 
-	if (e->acl && (e->acl->n_uids || e->acl->n_gids))
+	if (a && (a->n_uids || a->n_gids))
 		r |= RP_OPEN_USERS;
 	if (flags & RP_EXPORT_ANY_USER)
 		r |= RP_OPEN_ANY_USER;
-	for (i = 0; i < cfg->n_peers; i++)
-		peers += export_may_open_peer(e, &cfg->peers[i]);
 	if (peers)
 		r |= RP_OPEN_PEERS;
-	if ((flags & RP_EXPORT_ANY_PEER) || (peers && peers == cfg->n_peers))
+	if ((flags & RP_EXPORT_ANY_PEER) || (peers && peers == n))
 		r |= RP_OPEN_ALL_PEERS;
 	return r;
+}
+
+static uint32_t open_to(const struct config *cfg, const struct export *e)
+{
+	size_t i, peers = 0;
+
+	for (i = 0; i < cfg->n_peers; i++)
+		peers += export_may_open_peer(e, &cfg->peers[i]);
+	return open_flags(e->acl, peers, cfg->n_peers);
 }
 
 static void fill_region(const struct session *s, const struct region *r, const struct export *e,
@@ -357,23 +364,13 @@ static int handle_regions(struct admin_ctx *ctx, struct session *s, const struct
 /* Who besides its owner and root may send to @ep (RP_OPEN_*), among the configured peers. */
 static uint32_t ep_open_to(const struct config *cfg, const struct endpoint *ep)
 {
-	const struct export_acl *a = ep->acl;
-	uint32_t r = 0;
 	size_t i, peers = 0;
 
 	if (!ep->restricted)
 		return RP_OPEN_ANY_USER | RP_OPEN_PEERS | RP_OPEN_ALL_PEERS;
-	if (a && (a->n_uids || a->n_gids))
-		r |= RP_OPEN_USERS;
-	if (a && (a->flags & RP_EXPORT_ANY_USER))
-		r |= RP_OPEN_ANY_USER;
 	for (i = 0; i < cfg->n_peers; i++)
-		peers += acl_names_peer(a, cfg->peers[i].name);
-	if (peers)
-		r |= RP_OPEN_PEERS;
-	if ((a && (a->flags & RP_EXPORT_ANY_PEER)) || (peers && peers == cfg->n_peers))
-		r |= RP_OPEN_ALL_PEERS;
-	return r;
+		peers += acl_names_peer(ep->acl, cfg->peers[i].name);
+	return open_flags(ep->acl, peers, cfg->n_peers);
 }
 
 /*

@@ -174,7 +174,6 @@ void export_unref(struct export *e)
 		remote_unlink(e->core, e->remote);
 		free(e->remote);
 	}
-	drop_looker_mrs(e);
 	free(e->lookers);
 	free(e->acl);
 	free(e);

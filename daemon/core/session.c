@@ -224,6 +224,14 @@ static int acl_peers_known(struct session *s, const struct export_acl *acl)
 	return 0;
 }
 
+/* The checked access list of an EXPORT_ACL or EP_BIND_ACL request, its peers configured. */
+static int acl_of(struct session *s, const struct rp_export_acl_req *req, struct export_acl *ret)
+{
+	int status = acl_from_wire(req, ret);
+
+	return status ? status : acl_peers_known(s, ret);
+}
+
 static int handle_export_acl(struct session *s, const struct rp_hdr *h,
 			     const struct rp_export_acl_req *req)
 {
@@ -235,9 +243,7 @@ static int handle_export_acl(struct session *s, const struct rp_hdr *h,
 	acl = malloc(sizeof(*acl));
 	if (!acl)
 		return session_reply(s, h, -ENOMEM, NULL, 0, NULL, 0);
-	status = acl_from_wire(req, acl);
-	if (status == 0)
-		status = acl_peers_known(s, acl);
+	status = acl_of(s, req, acl);
 	if (status == 0)
 		status = export_status(s, &req->x, acl);
 	free(acl);
@@ -359,12 +365,10 @@ static int handle_ep_bind_acl(struct session *s, const struct rp_hdr *h,
 	acl = malloc(sizeof(*acl));
 	if (!acl)
 		return session_reply(s, h, -ENOMEM, &rep, sizeof(rep), NULL, 0);
-	status = acl_from_wire(req, acl);
+	status = acl_of(s, req, acl);
 	if (status == 0 &&
 	    (req->x.region || req->x.access || !name_valid(req->x.name, sizeof(req->x.name))))
 		status = -EINVAL;
-	if (status == 0)
-		status = acl_peers_known(s, acl);
 	if (status == 0)
 		status = endpoint_bind(s, req->x.name, true, acl, &rep.id);
 	free(acl);

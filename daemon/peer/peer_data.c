@@ -455,6 +455,16 @@ static void revoke_release(struct prevoke *rv)
 	free(rv);
 }
 
+static void revokes_release(struct prevoke *list)
+{
+	struct prevoke *rv;
+
+	while ((rv = list)) {
+		list = rv->next;
+		revoke_release(rv);
+	}
+}
+
 static void revoke_send(struct peer_link *l, struct prevoke *rv)
 {
 	struct pp_revoke m;
@@ -601,7 +611,6 @@ static void park(struct pop *o, struct peer *pr)
 
 void data_peer_drop(struct peer *pr, int status)
 {
-	struct prevoke *rv;
 	struct pop *o;
 
 	while ((o = pr->parked)) {
@@ -611,10 +620,7 @@ void data_peer_drop(struct peer *pr, int status)
 	}
 	pr->parked_tail = NULL;
 	/* Removed or shutting down: no link will carry these any more. */
-	while ((rv = pr->revokes)) {
-		pr->revokes = rv->next;
-		revoke_release(rv);
-	}
+	revokes_release(data_take_revokes(pr));
 }
 
 struct prevoke *data_take_revokes(struct peer *pr)
@@ -627,13 +633,10 @@ struct prevoke *data_take_revokes(struct peer *pr)
 
 void data_give_revokes(struct peer *pr, struct prevoke *list)
 {
-	struct prevoke *rv, **tail;
+	struct prevoke **tail;
 
 	if (!pr) {
-		while ((rv = list)) {
-			list = rv->next;
-			revoke_release(rv);
-		}
+		revokes_release(list);
 		return;
 	}
 	/* After its own: @list is older than anything it has. */
@@ -646,8 +649,7 @@ void data_peer_forget(struct peers *p, struct peer *pr)
 {
 	struct export *e;
 
-	/* Its links are gone: its lookups and their MRs with them (a peer added again looks up
-	 * again). */
+	/* Its links are gone: its lookups go, with their MRs (added again, it looks up again). */
 	for (e = p->core->exports; e; e = e->next)
 		export_mr_drop(export_forget_looker(e, pr->conf.name));
 }
