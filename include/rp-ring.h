@@ -105,6 +105,14 @@ struct rp_ring_ctl {
 	_Alignas(64) _Atomic uint32_t producer;
 	_Alignas(64) _Atomic uint32_t consumer;
 	_Alignas(64) _Atomic uint32_t flags;
+	/*
+	 * Completion ring only (in what was the flags line's padding, so a
+	 * daemon that does not store it leaves 0): CLOCK_MONOTONIC in ns just
+	 * before the daemon last rang the completion doorbell, stored with
+	 * release. A client that slept on the doorbell learns from it what a
+	 * wake-up costs it on this machine right now (librdmaproxy: rp_relax()).
+	 */
+	_Atomic uint64_t rung_ns;
 };
 _Static_assert(sizeof(struct rp_ring_ctl) == 192, "rp_ring_ctl");
 

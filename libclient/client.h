@@ -79,6 +79,13 @@ struct rp_client {
 	uint32_t relax_polls; /* rp_relax(): calls in a row right after an empty rp_poll() */
 	/* rp_relax(): when its current wait for a completion began (0: none); the usual wait */
 	uint64_t wait_ns, wait_avg_ns;
+	/*
+	 * rp_relax(): what a sleep on the doorbell cost until this process ran
+	 * again (an average; 0: not known yet), the waits ended so far, and the
+	 * count at the last sleep taken to learn it (RELAX_LEARN_WAITS).
+	 */
+	uint64_t wake_avg_ns;
+	uint32_t waits, learned_at;
 	bool relaxed;		/* the last call was an rp_relax() in such a wait */
 	uint64_t next_check_ns; /* when an empty poll or a submission next looks at the socket */
 	struct op_slot *ops;

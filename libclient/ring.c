@@ -50,13 +50,29 @@
  * While the CPUs are crowded, rp_relax() called after an empty rp_poll()
  * sleeps on the doorbell (for the usual wait, at most RELAX_SLEEP_MAX_MS)
  * instead of yielding once this client's waits for a completion usually
- * last RELAX_SLEEP_WAIT_NS or more: a yield keeps the spinner runnable, and
- * the scheduler still gives it its share of a CPU the daemon needs for the
- * very work it waits for (in the guest, 4 clients spinning on 64 KiB writes
- * took 30 % of the CPU, the daemon's data copies 60 %). One wake-up per
- * millisecond or more costs far less than that.
+ * last long: a yield keeps the spinner runnable, and the scheduler still
+ * gives it its share of a CPU the daemon needs for the very work it waits
+ * for (in the guest, 4 clients spinning on 64 KiB writes took 30 % of the
+ * CPU, the daemon's data copies 60 %; on the host, a client spinning
+ * through 1 MiB reads from a tcp peer took a third of a CPU from the two
+ * daemons that move the bytes). One wake-up per wait costs far less than
+ * that once the wait is RELAX_WAKE_RATIO times what a wake-up costs: long
+ * is that, but at least RELAX_SLEEP_WAIT_MIN_NS and at most
+ * RELAX_SLEEP_WAIT_NS, which is also the rule while the cost is not known.
+ * A wake-up costs 100 us or more of the sleeper's own CPU in the emulated
+ * test guest, where the rule stays at RELAX_SLEEP_WAIT_NS or near it, and
+ * a few microseconds on an idle host, but up to milliseconds of waiting on
+ * a host whose CPUs are all busy (the woken client waits for one): it is
+ * measured, not assumed (wake_note()). Each
+ * sleep that the daemon's doorbell ends measures it (rp-ring.h: rung_ns);
+ * so that a client whose waits are too short for the rule yet still
+ * learns it, one wait of RELAX_SLEEP_WAIT_MIN_NS or more sleeps to learn
+ * it first, and again once every RELAX_LEARN_WAITS waits.
  */
 #define RELAX_SLEEP_WAIT_NS 1000000u
+#define RELAX_SLEEP_WAIT_MIN_NS 50000u
+#define RELAX_WAKE_RATIO 8u
+#define RELAX_LEARN_WAITS 256u
 #define RELAX_SLEEP_MAX_MS 10
 /*
  * While the CPUs are free, the same sleep, but only from a wait's
@@ -287,6 +303,61 @@ static void wait_note(struct rp_client *c)
 		w = 2ull * RELAX_SLEEP_MAX_MS * 1000000u;
 	c->wait_avg_ns = c->wait_avg_ns - c->wait_avg_ns / 4 + w / 4;
 	c->wait_ns = 0;
+	c->waits++;
+}
+
+/*
+ * A sleep on the doorbell that began at @armed, with this thread's CPU
+ * time at @cpu, is over: if the daemon rang it meanwhile, one sample of
+ * what a wake-up costs is the longer of how long this process took to run
+ * after the ring and the CPU time the sleep itself took (a moving average,
+ * weight 1/4, the first sample whole; one sample counts at most
+ * RELAX_SLEEP_WAIT_NS). The CPU time is what an emulator shows: in the
+ * test guest a sleep and its wake-up took 100-400 us of the sleeper's own
+ * CPU (a switch between processes starts with an empty software TLB),
+ * 6-27 us on the host. A sleep that timed out, or a daemon that does not
+ * say when it rang (0), tells nothing.
+ */
+static void wake_note(struct rp_client *c, uint64_t armed, uint64_t cpu)
+{
+	uint64_t rung = atomic_load_explicit(&c->v.cq->rung_ns, memory_order_acquire);
+	uint64_t now, w;
+
+	if (rung < armed)
+		return;
+	now = now_ns(CLOCK_MONOTONIC);
+	w = now > rung ? now - rung : 0;
+	cpu = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
+	if (cpu > w)
+		w = cpu;
+	if (w > RELAX_SLEEP_WAIT_NS)
+		w = RELAX_SLEEP_WAIT_NS;
+	c->wake_avg_ns = c->wake_avg_ns ? c->wake_avg_ns - c->wake_avg_ns / 4 + w / 4 : w;
+}
+
+/* How long this client's usual wait must be for rp_relax() to sleep (RELAX_WAKE_RATIO). */
+static uint64_t sleep_wait_ns(const struct rp_client *c)
+{
+	uint64_t t = (uint64_t)RELAX_WAKE_RATIO * c->wake_avg_ns;
+
+	if (!c->wake_avg_ns || t >= RELAX_SLEEP_WAIT_NS)
+		return RELAX_SLEEP_WAIT_NS;
+	return t > RELAX_SLEEP_WAIT_MIN_NS ? t : RELAX_SLEEP_WAIT_MIN_NS;
+}
+
+/*
+ * The usual wait is too short to sleep for by the rule as it stands, but
+ * long enough that it might be: sleep in this wait anyway, to learn what a
+ * wake-up costs, if that is not known yet or was last learned
+ * RELAX_LEARN_WAITS waits ago (the first time at once).
+ */
+static bool learn_wake(struct rp_client *c)
+{
+	if (c->wait_avg_ns < RELAX_SLEEP_WAIT_MIN_NS ||
+	    (c->learned_at && c->waits + 1 - c->learned_at < RELAX_LEARN_WAITS))
+		return false;
+	c->learned_at = c->waits + 1;
+	return true;
 }
 
 /* Is a completion at the consumer index (protocol 3: its lap; before: the producer index)? */
@@ -528,7 +599,7 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 /* rp_relax(): sleep on the doorbell until a completion comes (RELAX_SLEEP_MAX_MS). */
 static int relax_sleep(struct rp_client *c)
 {
-	uint64_t ms = (c->wait_avg_ns + 999999u) / 1000000u;
+	uint64_t ms = (c->wait_avg_ns + 999999u) / 1000000u, armed, cpu;
 
 	arm_flag(c);
 	/* A completion may have raced the flag: take the arming back (no doorbell for it). */
@@ -536,8 +607,11 @@ static int relax_sleep(struct rp_client *c)
 		rp_ring_take_wakeup(c->v.cq, RP_RING_NEED_WAKEUP);
 		return 0;
 	}
+	armed = now_ns(CLOCK_MONOTONIC);
+	cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	/* A hang-up is seen here too; the next rp_poll() reports it. */
 	check_fds(c, ms < RELAX_SLEEP_MAX_MS ? (int)ms : RELAX_SLEEP_MAX_MS);
+	wake_note(c, armed, cpu);
 	return 1;
 }
 
@@ -591,8 +665,8 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 	 * between its polls never sleeps here.
 	 */
 	if (c->wait_ns && c->relax_polls >= (cpus_free ? RELAX_FREE_CALLS : RELAX_POLL_CALLS) &&
-	    c->relax_polls % RELAX_POLL_CALLS == 0 && c->wait_avg_ns >= RELAX_SLEEP_WAIT_NS &&
-	    !c->dead) {
+	    c->relax_polls % RELAX_POLL_CALLS == 0 && !c->dead &&
+	    (c->wait_avg_ns >= sleep_wait_ns(c) || learn_wake(c))) {
 		c->relax_still_ns = 0;
 		return relax_sleep(c);
 	}
@@ -646,7 +720,7 @@ static void adapt(struct rp_client *c, uint64_t slept)
 
 RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max, int timeout_ms)
 {
-	uint64_t t0, end = 0, slept_at;
+	uint64_t t0, end = 0, slept_at, now, cpu;
 	int n, r;
 
 	if (!c || !comps || max <= 0)
@@ -672,9 +746,12 @@ RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max,
 		n = arm(c, comps, max);
 		if (n != 0)
 			break;
-		if (end && now_ns(CLOCK_MONOTONIC) >= end)
+		now = now_ns(CLOCK_MONOTONIC);
+		if (end && now >= end)
 			return 0;
-		r = check_fds(c, end ? (int)((end - now_ns(CLOCK_MONOTONIC)) / 1000000u) + 1 : -1);
+		cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		r = check_fds(c, end ? (int)((end - now) / 1000000u) + 1 : -1);
+		wake_note(c, now, cpu); /* what it learns serves rp_relax() */
 		/* A hang-up is not the end: what was in flight is reported first. */
 		if (r == -RP_EDAEMON)
 			return poll_dead(c, comps, max);

@@ -7,6 +7,7 @@
  * sessions reserve a slot there or fail the operation.
  */
 #include "core/core.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -137,6 +138,8 @@ static void publish(struct session *s)
 	if (!rp_ring_take_wakeup(r->v.cq, RP_RING_NEED_WAKEUP))
 		return;
 	stats_totals.client_doorbells++;
+	/* The sleeper reads what its wake-up cost (rp-ring.h); a vDSO read next to a write(2). */
+	atomic_store_explicit(&r->v.cq->rung_ns, mono_ns(), memory_order_release);
 	ring(r->cq_efd);
 }
 

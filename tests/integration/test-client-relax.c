@@ -39,9 +39,16 @@
  *   "slept"    one more write, then 64 rp_poll()/rp_relax() pairs, which
  *              must sleep on the doorbell (milliseconds, where 64 yields to
  *              the stopped daemon's CPU take microseconds); the script
- *              continues the daemon,
- *              says go and, after this program ended, checks that exactly
- *              one doorbell was rung for that write
+ *              continues the daemon and says go
+ *   "counted"  that write reaped: the script checks that exactly one
+ *              doorbell was rung for it and says go
+ *   "learn-ready" the quick writes again, and a child that will stop the
+ *              daemon for ~0.7 ms at a time; the script reads the doorbell
+ *              count and says go
+ *   "learned"  64 writes waited for while the child stops the daemon:
+ *              rp_relax() has learned that a wake-up costs far less than
+ *              such a wait, and the script checks that the daemon rang
+ *              the doorbell for most of them (learned_stage())
  * and last, on its own (resume_stage()): after a long yield, a spin on a
  * flag waits longer before it yields again while the engine is still on
  * another CPU, but not after a submission, nor on the engine's own CPU.
@@ -59,12 +66,16 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rdmaproxy.h"
 
 #define N_FAST 200
 #define N_PACED 8
 #define PACE_NS 3000000L
+/* learned_stage(): waits shorter than a millisecond, ended by another process. */
+#define N_LEARN 64
+#define LEARN_PACE_NS 700000L
 
 static int failures;
 
@@ -437,6 +448,67 @@ static void resume_stage(struct rp_client *c, struct rp_region *r, struct rp_rem
 }
 
 /*
+ * Crowded, waits of ~0.7 ms, each ended by another process (a child that
+ * stops the daemon, and continues it LEARN_PACE_NS later): rp_relax() has
+ * learned what a sleep on the doorbell costs here (the daemon says when it
+ * rang: rp-ring.h rung_ns), far less than such a wait, so it sleeps
+ * through most of them; before, it slept only through waits of a
+ * millisecond or more. First the quick writes again, so that the usual
+ * wait is short (the stages before left it at milliseconds); the script
+ * reads the doorbell count at "learn-ready" and at "learned". The helper
+ * says how many waits took over 2 ms (a machine too busy for the pace).
+ */
+static void learned_stage(struct rp_client *c, struct rp_region *r, struct rp_remote *self)
+{
+	int to_pacer[2], from_pacer[2], st = 0, n;
+	unsigned i, slow = 0;
+	struct timespec t0;
+	pid_t pacer;
+	char b = 's';
+
+	fast_writes(c, r, self);
+	if (pipe(to_pacer) < 0 || pipe(from_pacer) < 0)
+		die("pipe", -errno);
+	pacer = fork();
+	if (pacer < 0)
+		die("fork", -errno);
+	if (pacer == 0) {
+		close(to_pacer[1]);
+		close(from_pacer[0]);
+		while (read(to_pacer[0], &b, 1) == 1) {
+			if (kill(daemon_pid, SIGSTOP) < 0 || write(from_pacer[1], &b, 1) != 1)
+				break;
+			nanosleep(&(struct timespec){ 0, LEARN_PACE_NS }, NULL);
+			if (kill(daemon_pid, SIGCONT) < 0)
+				break;
+		}
+		kill(daemon_pid, SIGCONT);
+		_exit(0);
+	}
+	close(to_pacer[0]);
+	close(from_pacer[1]);
+	stage("learn-ready");
+	for (i = 0; i < N_LEARN && st == 0; i++) {
+		if (write(to_pacer[1], &b, 1) != 1 || read(from_pacer[0], &b, 1) != 1) {
+			st = -EPIPE;
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		submit(c, r, self, 4000 + i);
+		st = reap_one(c, 4000 + i, true);
+		slow += since_ns(&t0) > 2000000L;
+	}
+	close(to_pacer[1]);
+	close(from_pacer[0]);
+	n = waitpid(pacer, NULL, 0) == pacer;
+	check(st == 0 && n, "%u writes waited for ~%ld us each with rp_relax() between polls: %s",
+	      N_LEARN, LEARN_PACE_NS / 1000, rp_strerror(st));
+	printf("learn-slow %u\n", slow);
+	fflush(stdout);
+	stage("learned");
+}
+
+/*
  * The CPUs free (the script makes the daemon read one runnable task): quick
  * completions still arm no doorbell per completion, and a client whose waits
  * last milliseconds sleeps, but only once a wait has lasted 32 calls.
@@ -532,6 +604,8 @@ int main(int argc, char **argv)
 	stage("reaped");
 
 	slept_write(c, r, self, 1);
+	stage("counted");
+	learned_stage(c, r, self);
 	resume_stage(c, r, self);
 	rp_disconnect(c);
 	return failures ? 1 : 0;

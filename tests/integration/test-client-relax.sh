@@ -6,7 +6,9 @@
 # completion (librdmaproxy(3), rp_relax). The daemon and the client run on
 # CPU 0 and a busy loop on CPU 1, so that the daemon counts more runnable
 # tasks than its CPUs and says so to its clients; test-client-relax drives the stages and the
-# daemon's rdmaproxy_client_doorbells_total is read between them. Last, the
+# daemon's rdmaproxy_client_doorbells_total is read between them (also
+# whether rp_relax(), having learned what a wake-up costs, sleeps through
+# waits shorter than a millisecond but far longer than that). Last, the
 # helper checks on its own how long a spin on a flag waits before it yields
 # again after a long yield (RELAX_RESUME_MIN_NS in libclient/ring.c).
 . "$(dirname "$0")/lib.sh"
@@ -78,13 +80,32 @@ said slept
 ok $? "a write to the stopped daemon, then rp_poll()/rp_relax() pairs"
 kill -CONT "$DPID"
 echo go >&8
+said counted
+ok $? "the write it slept for completed"
+d3=$(doorbells)
+[ "$d3" = $((d2 + 1)) ]
+ok $? "rp_relax() slept on the doorbell and the daemon rang it once ($d2 -> $d3)"
+echo go >&8
+
+# Waits of ~0.7 ms, each ended when a child of the helper continues the
+# daemon: far longer than a wake-up costs here, so once rp_relax() has
+# learned that cost (the daemon says when it rang), it sleeps through most
+# of them; before, only waits of a millisecond or more were slept through.
+said learn-ready
+ok $? "quick writes again, then a child that stops and continues the daemon"
+d4=$(doorbells)
+echo go >&8
+said learned
+ok $? "64 writes waited for ~0.7 ms each"
+d5=$(doorbells)
+lslow=$(sed -n 's/^learn-slow //p' "$T_DIR/h.out")
+[ -n "$d5" ] && [ -n "$lslow" ] && [ $((d5 - d4)) -ge $((32 - lslow)) ]
+ok $? "rp_relax() slept through most of them ($d4 -> $d5 doorbells, $lslow of 64 waits over 2 ms)"
+echo go >&8
 wait "$HP"
 ok $? "the helper's own checks held"
 diag "$T_DIR/h.out"
 exec 8>&-
-d3=$(doorbells)
-[ "$d3" = $((d2 + 1)) ]
-ok $? "rp_relax() slept on the doorbell and the daemon rang it once ($d2 -> $d3)"
 
 stop_daemon "$DPID"
 ok $? "daemon stopped cleanly"

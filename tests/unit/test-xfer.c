@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../daemon/base/log.h"
@@ -296,10 +297,18 @@ static void test_stall_give_back(void)
 	th_remote_close(b, hb);
 }
 
+static uint64_t mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void test_doorbells(void)
 {
 	struct rp_sqe q = sqe(RP_SQE_WRITE, ra, 0, h_rw, 0, 8);
-	uint64_t v = 0;
+	uint64_t v = 0, before, after, rung;
 
 	tap_is_int(th_run(a), XFER_EMPTY, "an empty ring");
 	tap_ok(!xfer_pending(&a->s), "nothing pending");
@@ -321,12 +330,22 @@ static void test_doorbells(void)
 	rp_ring_arm(b->ring.v.cq, RP_RING_NEED_WAKEUP); /* B sleeps on its completions */
 	while (read(b->fds[2], &v, sizeof(v)) > 0) {
 	}
+	atomic_store(&b->ring.v.cq->rung_ns, 0);
+	atomic_store(&a->ring.v.cq->rung_ns, 0);
+	before = mono();
 	tap_is_int(status_of(a, q), 0, "a notified WRITE");
+	after = mono();
 	v = 0;
 	tap_ok(read(b->fds[2], &v, sizeof(v)) == sizeof(v) && v >= 1,
 	       "rings the sleeping exporter's completion doorbell");
 	tap_ok(!(rp_ring_load(&b->ring.v.cq->flags) & RP_RING_NEED_WAKEUP), "once");
+	rung = atomic_load(&b->ring.v.cq->rung_ns);
+	tap_ok(rung >= before && rung <= after,
+	       "and says when it rang (rung_ns within the call: %llu ns after its start)",
+	       (unsigned long long)(rung - before));
 	reap(b);
+	/* A's completion was not slept on: no doorbell, nothing said. */
+	tap_ok(atomic_load(&a->ring.v.cq->rung_ns) == 0, "nothing said to the writer, which spins");
 }
 
 /* Completion entry @idx of @ts carries its lap (protocol 3: the client may take it). */
