@@ -63,7 +63,9 @@
  * test guest, where the rule stays at RELAX_SLEEP_WAIT_NS or near it, and
  * a few microseconds on an idle host, but up to milliseconds of waiting on
  * a host whose CPUs are all busy (the woken client waits for one): it is
- * measured, not assumed (wake_note()). Each
+ * measured, not assumed (wake_note()); below a millisecond a wait is
+ * slept through only once it has lasted as long as a wake-up costs
+ * (long_wait()). Each
  * sleep that the daemon's doorbell ends measures it (rp-ring.h: rung_ns);
  * so that a client whose waits are too short for the rule yet still
  * learns it, one wait of RELAX_SLEEP_WAIT_MIN_NS or more sleeps to learn
@@ -335,14 +337,25 @@ static void wake_note(struct rp_client *c, uint64_t armed, uint64_t cpu)
 	c->wake_avg_ns = c->wake_avg_ns ? c->wake_avg_ns - c->wake_avg_ns / 4 + w / 4 : w;
 }
 
-/* How long this client's usual wait must be for rp_relax() to sleep (RELAX_WAKE_RATIO). */
-static uint64_t sleep_wait_ns(const struct rp_client *c)
+/*
+ * Should rp_relax() sleep through this wait? Yes if the usual wait is a
+ * millisecond or more. If it is shorter, only once the usual wait is
+ * RELAX_WAKE_RATIO times what a wake-up costs (at least
+ * RELAX_SLEEP_WAIT_MIN_NS), and only once this wait has lasted as long as
+ * a wake-up costs: the usual wait is an average, and after one long wait
+ * it stays long for a few quick ones, which would each pay a doorbell and a
+ * wake-up for a completion microseconds away; spinning first for what
+ * blocking costs bounds that loss (the ski-rental rule).
+ */
+static bool long_wait(const struct rp_client *c)
 {
 	uint64_t t = (uint64_t)RELAX_WAKE_RATIO * c->wake_avg_ns;
 
-	if (!c->wake_avg_ns || t >= RELAX_SLEEP_WAIT_NS)
-		return RELAX_SLEEP_WAIT_NS;
-	return t > RELAX_SLEEP_WAIT_MIN_NS ? t : RELAX_SLEEP_WAIT_MIN_NS;
+	if (c->wait_avg_ns >= RELAX_SLEEP_WAIT_NS)
+		return true;
+	if (!c->wake_avg_ns || c->wait_avg_ns < t || c->wait_avg_ns < RELAX_SLEEP_WAIT_MIN_NS)
+		return false;
+	return now_ns(CLOCK_MONOTONIC) - c->wait_ns >= c->wake_avg_ns;
 }
 
 /*
@@ -665,8 +678,7 @@ RP_EXPORT int rp_relax(struct rp_client *c)
 	 * between its polls never sleeps here.
 	 */
 	if (c->wait_ns && c->relax_polls >= (cpus_free ? RELAX_FREE_CALLS : RELAX_POLL_CALLS) &&
-	    c->relax_polls % RELAX_POLL_CALLS == 0 && !c->dead &&
-	    (c->wait_avg_ns >= sleep_wait_ns(c) || learn_wake(c))) {
+	    c->relax_polls % RELAX_POLL_CALLS == 0 && !c->dead && (long_wait(c) || learn_wake(c))) {
 		c->relax_still_ns = 0;
 		return relax_sleep(c);
 	}

@@ -49,7 +49,7 @@ ok $? "200 writes polled with rp_relax() between polls"
 d=$(doorbells)
 slow=$(sed -n 's/^slow //p' "$T_DIR/h.out")
 [ -n "$d0" ] && [ -n "$d" ] && [ -n "$slow" ] && [ "$d" -le $((d0 + 2 * slow + 20)) ]
-ok $? "they cost the daemon no doorbell per completion ($d0 -> $d doorbells, $slow of 200 waits over 1 ms)"
+ok $? "they cost the daemon no doorbell per completion ($d0 -> $d doorbells, $slow of 200 waits over 50 us)"
 echo go >&8
 
 said paced
