@@ -66,10 +66,13 @@
  * measured, not assumed (wake_note()); below a millisecond a wait is
  * slept through only once it has lasted as long as a wake-up costs
  * (long_wait()). Each
- * sleep that the daemon's doorbell ends measures it (rp-ring.h: rung_ns);
- * so that a client whose waits are too short for the rule yet still
- * learns it, one wait of RELAX_SLEEP_WAIT_MIN_NS or more sleeps to learn
- * it first, and again once every RELAX_LEARN_WAITS waits.
+ * sleep of rp_relax() that the daemon's doorbell ends measures it
+ * (rp-ring.h: rung_ns; rp_wait()'s sleeps do not, which spares them a
+ * system call); so that a client whose waits are too short for the rule
+ * yet still learns it, once its usual wait is RELAX_SLEEP_WAIT_MIN_NS or
+ * more, one wait sleeps to learn it, and again once every
+ * RELAX_LEARN_WAITS waits. In the busy mode (RDMAPROXY_WAIT=busy: a
+ * thread with a core of its own) only the millisecond rule holds.
  */
 #define RELAX_SLEEP_WAIT_NS 1000000u
 #define RELAX_SLEEP_WAIT_MIN_NS 50000u
@@ -353,7 +356,8 @@ static bool long_wait(const struct rp_client *c)
 
 	if (c->wait_avg_ns >= RELAX_SLEEP_WAIT_NS)
 		return true;
-	if (!c->wake_avg_ns || c->wait_avg_ns < t || c->wait_avg_ns < RELAX_SLEEP_WAIT_MIN_NS)
+	if (c->wait_mode == RP_WAIT_BUSY || !c->wake_avg_ns || c->wait_avg_ns < t ||
+	    c->wait_avg_ns < RELAX_SLEEP_WAIT_MIN_NS)
 		return false;
 	return now_ns(CLOCK_MONOTONIC) - c->wait_ns >= c->wake_avg_ns;
 }
@@ -366,7 +370,7 @@ static bool long_wait(const struct rp_client *c)
  */
 static bool learn_wake(struct rp_client *c)
 {
-	if (c->wait_avg_ns < RELAX_SLEEP_WAIT_MIN_NS ||
+	if (c->wait_mode == RP_WAIT_BUSY || c->wait_avg_ns < RELAX_SLEEP_WAIT_MIN_NS ||
 	    (c->learned_at && c->waits + 1 - c->learned_at < RELAX_LEARN_WAITS))
 		return false;
 	c->learned_at = c->waits + 1;
@@ -732,7 +736,7 @@ static void adapt(struct rp_client *c, uint64_t slept)
 
 RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max, int timeout_ms)
 {
-	uint64_t t0, end = 0, slept_at, now, cpu;
+	uint64_t t0, end = 0, slept_at;
 	int n, r;
 
 	if (!c || !comps || max <= 0)
@@ -758,12 +762,9 @@ RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max,
 		n = arm(c, comps, max);
 		if (n != 0)
 			break;
-		now = now_ns(CLOCK_MONOTONIC);
-		if (end && now >= end)
+		if (end && now_ns(CLOCK_MONOTONIC) >= end)
 			return 0;
-		cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
-		r = check_fds(c, end ? (int)((end - now) / 1000000u) + 1 : -1);
-		wake_note(c, now, cpu); /* what it learns serves rp_relax() */
+		r = check_fds(c, end ? (int)((end - now_ns(CLOCK_MONOTONIC)) / 1000000u) + 1 : -1);
 		/* A hang-up is not the end: what was in flight is reported first. */
 		if (r == -RP_EDAEMON)
 			return poll_dead(c, comps, max);

@@ -52,12 +52,13 @@ said fast
 ok $? "200 writes polled with rp_relax() between polls"
 d=$(doorbells)
 slow=$(sed -n 's/^slow //p' "$T_DIR/h.out")
+slow50=$(sed -n 's/^slow50 //p' "$T_DIR/h.out")
 # A long wait (a machine busy with other work) is what rp_relax() rightly
-# sleeps for, at most a couple of times per wait: one of a millisecond, or
-# of 50 us or more once it has learned that a wake-up costs far less; quick
-# ones never.
-[ -n "$d" ] && [ -n "$slow" ] && [ "$d" -le $((2 * slow + 20)) ]
-ok $? "they cost the daemon no doorbell per completion ($d0 -> $d doorbells, $slow of 200 waits over 50 us)"
+# sleeps for: one of a millisecond or more a couple of times at most, one
+# of 50 us to 1 ms once at most (once it has learned that a wake-up costs
+# far less); quick ones never.
+[ -n "$d" ] && [ -n "$slow" ] && [ -n "$slow50" ] && [ "$d" -le $((2 * slow + slow50 + 20)) ]
+ok $? "they cost the daemon no doorbell per completion ($d0 -> $d doorbells; of 200 waits $slow over 1 ms, $slow50 over 50 us)"
 echo go >&8
 
 said paced
@@ -89,20 +90,29 @@ d3=$(doorbells)
 ok $? "rp_relax() slept on the doorbell and the daemon rang it once ($d2 -> $d3)"
 echo go >&8
 
-# Waits of ~0.7 ms, each ended when a child of the helper continues the
+# Waits of ~0.6 ms, each ended when a child of the helper continues the
 # daemon: far longer than a wake-up costs here, so once rp_relax() has
 # learned that cost (the daemon says when it rang), it sleeps through most
 # of them; before, only waits of a millisecond or more were slept through.
+# The helper says "learn-busy" when a wake-up by a pipe took over 25 us
+# (median of 16, before or after the waits): the check is skipped then.
 said learn-ready
-ok $? "quick writes again, then a child that stops and continues the daemon"
+ok $? "a second client, and a child that stops and continues the daemon"
 d4=$(doorbells)
 echo go >&8
 said learned
-ok $? "64 writes waited for ~0.7 ms each"
+ok $? "64 writes waited for ~0.6 ms each"
 d5=$(doorbells)
 lslow=$(sed -n 's/^learn-slow //p' "$T_DIR/h.out")
-[ -n "$d5" ] && [ -n "$lslow" ] && [ $((d5 - d4)) -ge $((32 - lslow)) ]
-ok $? "rp_relax() slept through most of them ($d4 -> $d5 doorbells, $lslow of 64 waits over 2 ms)"
+busy=$(sed -n 's/^learn-busy //p' "$T_DIR/h.out")
+if [ -n "$busy" ]; then
+	# Where a wake-up itself costs about as much as the wait, sleeping
+	# through it is not what the rule asks for: no check then.
+	echo "ok $((T_N += 1)) # SKIP the machine is too busy: $busy ($d4 -> $d5 doorbells)"
+else
+	[ -n "$d5" ] && [ -n "$lslow" ] && [ $((d5 - d4)) -ge $((32 - lslow)) ]
+	ok $? "rp_relax() slept through most of them ($d4 -> $d5 doorbells, $lslow of 64 waits over 2 ms)"
+fi
 echo go >&8
 wait "$HP"
 ok $? "the helper's own checks held"
