@@ -72,8 +72,8 @@ grep -q 'READY=1 STATUS=tcp transport, 0/0 peers up, 0 clients' "$T_DIR/notify.l
 ok $? "STATUS= comes with READY=1 and is one human line"
 wait_for 5 grep -q WATCHDOG=1 "$T_DIR/notify.log"
 ok $? "WATCHDOG=1 is sent when WATCHDOG_USEC is set"
-sleep 0.5
-[ "$(grep -c WATCHDOG=1 "$T_DIR/notify.log")" -ge 3 ]
+# Every 100 ms: three within a couple of seconds even on a busy machine.
+wait_for 3 sh -c "[ \$(grep -c WATCHDOG=1 '$T_DIR/notify.log') -ge 3 ]"
 ok $? "WATCHDOG=1 repeats at half the interval"
 "$PROBE" "$SOCK" status >"$T_DIR/probe.out"
 ok $? "the daemon answers hello and status on its socket"
@@ -153,7 +153,9 @@ ok $? "a second daemon refuses to steal a live socket"
 
 stop_daemon "$PID"
 ok $? "SIGTERM stops the daemon with exit 0"
-grep -q STOPPING=1 "$T_DIR/notify.log"
+# The listener prints what it received when it next runs, which on a busy
+# machine may be after the daemon is gone: wait for it.
+wait_for 5 grep -q STOPPING=1 "$T_DIR/notify.log"
 ok $? "STOPPING=1 is sent"
 [ ! -e "$SOCK" ]
 ok $? "the socket file is removed on exit"
