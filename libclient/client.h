@@ -80,9 +80,10 @@ struct rp_client {
 	/* rp_relax(): when its current wait for a completion began (0: none); the usual wait */
 	uint64_t wait_ns, wait_avg_ns;
 	/*
-	 * rp_relax(): what a sleep on the doorbell cost until this process ran
-	 * again (an average; 0: not known yet), the waits ended so far, and the
-	 * count at the last sleep taken to learn it (RELAX_LEARN_WAITS).
+	 * rp_relax(): what a sleep on the doorbell costs (an average of the
+	 * longer of the wait to run again after the ring and the sleep's CPU
+	 * time; 0: not known yet), the waits ended so far, and the count at
+	 * the last sleep taken to learn it (RELAX_LEARN_WAITS).
 	 */
 	uint64_t wake_avg_ns;
 	uint32_t waits, learned_at;

@@ -65,8 +65,8 @@
  * a host whose CPUs are all busy (the woken client waits for one): it is
  * measured, not assumed (wake_note()); below a millisecond a wait is
  * slept through only once it has lasted as long as a wake-up costs
- * (long_wait()). Each
- * sleep of rp_relax() that the daemon's doorbell ends measures it
+ * (long_wait()). Each sleep of rp_relax() that the daemon's doorbell ends
+ * measures it
  * (rp-ring.h: rung_ns; rp_wait()'s sleeps do not, which spares them a
  * system call); so that a client whose waits are too short for the rule
  * yet still learns it, once its usual wait is RELAX_SLEEP_WAIT_MIN_NS or
@@ -292,6 +292,12 @@ static int to_completion(struct rp_client *c, const struct rp_cqe *e, struct rp_
 	return 0;
 }
 
+/* A moving average: @avg with weight 3/4, the sample @w with 1/4. */
+static uint64_t avg4(uint64_t avg, uint64_t w)
+{
+	return avg - avg / 4 + w / 4;
+}
+
 /*
  * A completion came while rp_relax() waited for one (polling, with ops in
  * flight, each poll right after an rp_relax()): how long that wait took is
@@ -306,7 +312,7 @@ static void wait_note(struct rp_client *c)
 
 	if (w > 2ull * RELAX_SLEEP_MAX_MS * 1000000u)
 		w = 2ull * RELAX_SLEEP_MAX_MS * 1000000u;
-	c->wait_avg_ns = c->wait_avg_ns - c->wait_avg_ns / 4 + w / 4;
+	c->wait_avg_ns = avg4(c->wait_avg_ns, w);
 	c->wait_ns = 0;
 	c->waits++;
 }
@@ -320,8 +326,9 @@ static void wait_note(struct rp_client *c)
  * RELAX_SLEEP_WAIT_NS). The CPU time is what an emulator shows: in the
  * test guest a sleep and its wake-up took 100-400 us of the sleeper's own
  * CPU (a switch between processes starts with an empty software TLB),
- * 6-27 us on the host. A sleep that timed out, or a daemon that does not
- * say when it rang (0), tells nothing.
+ * 6-27 us on the host. A sleep the daemon did not ring after it began (one
+ * that timed out), or a daemon that does not say when it rang (0), tells
+ * nothing.
  */
 static void wake_note(struct rp_client *c, uint64_t armed, uint64_t cpu)
 {
@@ -337,7 +344,7 @@ static void wake_note(struct rp_client *c, uint64_t armed, uint64_t cpu)
 		w = cpu;
 	if (w > RELAX_SLEEP_WAIT_NS)
 		w = RELAX_SLEEP_WAIT_NS;
-	c->wake_avg_ns = c->wake_avg_ns ? c->wake_avg_ns - c->wake_avg_ns / 4 + w / 4 : w;
+	c->wake_avg_ns = c->wake_avg_ns ? avg4(c->wake_avg_ns, w) : w;
 }
 
 /*
