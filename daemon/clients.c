@@ -125,41 +125,42 @@ static void free_session(struct session *s)
 	free((struct conn *)s);
 }
 
-/* A registration job on libuv's thread pool (region_job_work() touches no core state). */
+/* A job (core_job) on libuv's thread pool: its work() touches no core state. */
 struct offload {
 	uv_work_t req;
-	struct region_job *job;
+	struct core_job *job;
 };
 
 static void on_work(uv_work_t *req)
 {
-	region_job_work(((struct offload *)req->data)->job);
+	struct core_job *j = ((struct offload *)req->data)->job;
+
+	j->work(j);
 }
 
 static void on_work_done(uv_work_t *req, int status)
 {
 	struct offload *o = req->data;
 
-	session_region_done(o->job);
+	o->job->done(o->job);
 	free(o);
 }
 
-static void offload(struct region_job *j)
+static void offload(struct core_job *j)
 {
-	struct session *s = j->s;
-	struct conn *k = (struct conn *)s;
-	struct offload *o = calloc(1, sizeof(*o));
+	struct clients *c = j->core->glue_ctx;
+	struct offload *o = c->loop ? calloc(1, sizeof(*o)) : NULL;
 
 	if (o) {
 		o->req.data = o;
 		o->job = j;
-		if (uv_queue_work(k->owner->loop, &o->req, on_work, on_work_done) == 0)
+		if (uv_queue_work(c->loop, &o->req, on_work, on_work_done) == 0)
 			return;
 		free(o);
 	}
 	/* No way to hand it over: do it here rather than fail it. */
-	region_job_work(j);
-	session_region_done(j);
+	j->work(j);
+	j->done(j);
 }
 
 static const struct core_glue_ops glue_ops = {
@@ -178,6 +179,7 @@ int clients_new(const struct clients_env *env, struct clients **ret)
 		return -ENOMEM;
 	r = core_new(env->cfg, &glue_ops, &c->core);
 	if (r == 0) {
+		c->core->glue_ctx = c;
 		c->core->vlocal = env->vlocal;
 		c->core->wire_transport = env->wire_transport;
 		r = engine_new(loop, c->core, env->rdev, env->vlocal, env->ev, &engine_ops,
@@ -196,6 +198,12 @@ int clients_new(const struct clients_env *env, struct clients **ret)
 	c->admin = env->admin;
 	*ret = c;
 	return 0;
+}
+
+void clients_loop_closed(struct clients *c)
+{
+	if (c)
+		c->loop = NULL;
 }
 
 struct core *clients_core(const struct clients *c)

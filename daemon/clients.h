@@ -32,6 +32,8 @@ struct clients_env {
 
 int clients_new(const struct clients_env *env, struct clients **ret);
 /* The client core the glue drives, and the engine that runs its data path. */
+/* The loop is closed: jobs (core_job) run at once from now on. */
+void clients_loop_closed(struct clients *c);
 struct core *clients_core(const struct clients *c);
 struct engine *clients_engine(const struct clients *c);
 /* Take ownership of an accepted, non-blocking, CLOEXEC socket. */

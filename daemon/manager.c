@@ -723,6 +723,7 @@ struct manager *manager_free(struct manager *m)
 		if (uv_loop_close(&m->lp->loop) == UV_EBUSY)
 			log_err("event loop still has open handles at exit");
 	}
+	clients_loop_closed(m->clients);
 	/* Ops still on the loopback QPs report (flushed) before their sessions go. */
 	m->vlocal = vlocal_free(m->vlocal);
 	op_cache_free();

@@ -169,6 +169,18 @@ int core_new(const struct config *cfg, const struct core_glue_ops *glue, struct 
 	return 0;
 }
 
+void core_job_run(struct core_job *j)
+{
+	const struct core_glue_ops *g = j->core->glue;
+
+	if (g->offload) {
+		g->offload(j);
+	} else {
+		j->work(j);
+		j->done(j);
+	}
+}
+
 struct core *core_free(struct core *c)
 {
 	if (!c)

@@ -46,7 +46,7 @@ struct dest;
 struct vlocal;
 struct vmr;
 struct admin_session;
-struct region_job;
+struct core_job;
 
 /* ---- Hooks: what the layers above provide. ---- */
 
@@ -56,11 +56,34 @@ struct core_glue_ops {
 	/* The glue released @s and no operation refers to it any more: free it. */
 	void (*free)(struct session *s);
 	/*
-	 * Run region_job_work(@j) off the loop thread, then session_region_done(@j)
-	 * on it. NULL: both run at once, in the caller (tests).
+	 * Run @j->work(@j) off the loop thread, then @j->done(@j) on it. NULL:
+	 * both run at once, in the caller (tests).
 	 */
-	void (*offload)(struct region_job *j);
+	void (*offload)(struct core_job *j);
 };
+
+/*
+ * Work that can take milliseconds (mapping, pre-faulting, registering an
+ * MR): work() touches no core state, so it runs off the loop thread; done()
+ * takes its result in on the loop and frees the job. core_job_run() hands
+ * it to the glue.
+ */
+struct core_job {
+	struct core *core;
+	void (*work)(struct core_job *j);
+	void (*done)(struct core_job *j);
+};
+
+void core_job_run(struct core_job *j);
+/*
+ * Deregister @mr and unmap @len bytes at @addr (either may be NULL) off the
+ * loop thread: for a large region each takes milliseconds (unpinning every
+ * page, freeing them).
+ */
+void core_drop(struct core *c, struct vmr *mr, void *addr, size_t len);
+/* The same for @n MRs (NULLs skipped); then request @h of @waiter (NULL: none) is answered 0. */
+void core_drop_all(struct core *c, struct vmr *const *mrs, unsigned n, void *addr, size_t len,
+		   struct session *waiter, const struct rp_hdr *h);
 
 struct core_peer_ops {
 	/* Is @peer a configured peer? 0 or -RP_EPEERUNKNOWN. */
@@ -177,6 +200,7 @@ struct core {
 	struct vlocal *vlocal;	  /* loopback QP (verbs transport), else NULL */
 	uint16_t wire_transport;  /* enum rp_wire_transport, for HELLO */
 	const struct core_glue_ops *glue;
+	void *glue_ctx;			      /* the glue's own, for its hooks */
 	const struct core_peer_ops *peer_ops; /* NULL until the peer layer exists */
 	void *peers;
 	struct session *sessions;
@@ -184,7 +208,8 @@ struct core {
 	uint32_t next_id;
 	struct uid_acct *accts;
 	struct export *exports;
-	struct u64map by_peer_id; /* exports looked up by peers, by the id they were given */
+	struct export *exports_adding; /* their MRs being registered: names taken, not visible */
+	struct u64map by_peer_id;      /* exports looked up by peers, by the id they were given */
 	uint64_t next_peer_id;
 	struct remote *remotes;
 	struct endpoint *endpoints;
@@ -273,6 +298,7 @@ struct region {
  * loop) makes the region, or undoes everything and returns the error.
  */
 struct region_job {
+	struct core_job job;   /* first */
 	struct session *s;     /* held until the reply */
 	struct uid_acct *acct; /* referenced, charged */
 	struct rp_hdr h;
@@ -287,7 +313,7 @@ struct region_job {
 
 int region_job_new(struct session *s, const struct rp_hdr *h, int fd, uint64_t len,
 		   struct region_job **ret);
-void region_job_work(struct region_job *j);
+void region_job_work(struct core_job *j);
 int region_job_done(struct region_job *j, struct region **ret);
 struct region *region_ref(struct region *r);
 void region_unref(struct region *r);
@@ -349,9 +375,11 @@ bool acl_names_peer(const struct export_acl *acl, const char *peer);
  * MR's, so taking its right away (a reload) can take the rkey away from it
  * alone, whatever it does with it afterwards.
  */
+struct mr_job;
 struct looker {
 	char name[RP_NAME_MAX];
-	struct vmr *mr; /* verbs: its own MR, from its first verbs LOOKUP (else NULL) */
+	struct vmr *mr;	    /* verbs: its own MR, from its first verbs LOOKUP (else NULL) */
+	struct mr_job *job; /* that MR being registered (exports.c), else NULL */
 };
 
 /*
@@ -386,9 +414,16 @@ enum export_removed {
 	EXPORT_DRAINING, /* answered when its MR is gone (peers confirmed, ops ended) */
 };
 
-/* Publish @r as @name; @acl (NULL: none) is copied. 0, -EEXIST, -ENOMEM. */
-int export_add(struct core *c, struct region *r, const char *name, uint32_t access,
-	       const struct export_acl *acl);
+/* export_add() and export_peer_mr_prepare(): the answer comes later. */
+#define EXPORT_LATER 1
+/*
+ * Publish @r of @s as @name; @acl (NULL: none) is copied. With a device, the
+ * export's MR is registered off the loop thread: EXPORT_LATER, and request
+ * @h is answered when it is (the name is taken meanwhile, but nobody can
+ * open it). Else 0, or -EEXIST, -ENOMEM (answer it now).
+ */
+int export_add(struct session *s, const struct rp_hdr *h, struct region *r, const char *name,
+	       uint32_t access, const struct export_acl *acl);
 /* The owner's credentials (an export lives no longer than its owner's session). */
 void export_owner(const struct export *e, struct creds *ret);
 bool export_may_open_local(const struct export *e, const struct session *s);
@@ -401,12 +436,23 @@ bool export_looked_up_by(const struct export *e, const char *peer);
  * the peer has confirmed the withdrawal or stopped answering.
  */
 struct vmr *export_forget_looker(struct export *e, const char *peer);
-/* Deregister an MR export_forget_looker() gave (NULL: nothing). */
-void export_mr_drop(struct vmr *mr);
+/* Deregister an MR export_forget_looker() gave for @e (NULL: nothing). */
+void export_mr_drop(struct export *e, struct vmr *mr);
 /*
- * Looker @peer's own MR of @e, registered at its first call (verbs LOOKUPs):
- * 0 and *ret; -EOPNOTSUPP (not a looker, no verbs MR, withdrawn) or the
- * device's error.
+ * Looker @peer's own MR of @e (verbs LOOKUPs), before export_peer_mr(): 0
+ * when it is there; EXPORT_LATER when it is being registered off the loop
+ * thread (one registration per looker, whoever asks meanwhile waits for
+ * it), and @cb(@arg, status) comes on the loop once it is (0: there now;
+ * or -RP_ENOEXPORT when @e or its looker went meanwhile, or the device's
+ * error), maybe before this returns; -EOPNOTSUPP (not a looker, no verbs
+ * MR, withdrawn) or -ENOMEM, and no @cb. Meanwhile @e is pinned: an
+ * UNEXPORT waits for the registration.
+ */
+int export_peer_mr_prepare(struct export *e, const char *peer, void (*cb)(void *arg, int status),
+			   void *arg);
+/*
+ * Looker @peer's own MR of @e, which export_peer_mr_prepare() made: 0 and
+ * *ret; -EOPNOTSUPP (not a looker, no verbs MR, withdrawn, not prepared).
  */
 int export_peer_mr(struct export *e, const char *peer, struct vmr **ret);
 /* Withdraw @name (request @h of @s): enum export_removed, or <0. */
@@ -563,7 +609,7 @@ int session_dispatch(struct session *s, const struct rp_hdr *h, const void *body
 int session_fd_lost(struct session *s, const struct rp_hdr *h);
 /* Release everything the session holds (idempotent). */
 void session_release(struct session *s);
-/* A registration job is done (core_glue_ops.offload): answer it; frees @j. */
-void session_region_done(struct region_job *j);
+/* A registration job is done (core_job.done): answer it; frees @j. */
+void session_region_done(struct core_job *j);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "rdma/verbs_local.h"
 
 /* Per-session cap on remote handles. */
@@ -35,6 +36,8 @@ unsigned exports_of_uid(const struct core *c, uid_t uid)
 
 	for (e = c->exports; e; e = e->next)
 		n += e->s && e->s->cred.uid == uid;
+	for (e = c->exports_adding; e; e = e->next)
+		n += e->s && e->s->cred.uid == uid;
 	return n;
 }
 
@@ -44,12 +47,120 @@ static unsigned vmr_access(uint32_t access)
 	       (access & RP_ACCESS_REMOTE_WRITE ? VMR_REMOTE_WRITE : 0);
 }
 
-int export_add(struct core *c, struct region *r, const char *name, uint32_t access,
-	       const struct export_acl *acl)
+/*
+ * An MR of an export's region, registered off the loop thread: the export's
+ * own (export_add()) or a looking peer's (export_peer_mr_prepare()). The job
+ * holds the region, so its memory stays mapped while the device pins it.
+ */
+struct mr_job {
+	struct core_job job; /* first */
+	struct export *e;    /* referenced */
+	struct region *r;    /* referenced */
+	struct vlocal *vlocal;
+	unsigned access;
+	struct vmr *mr; /* the result */
+	int status;
+	/* export_add(): the request to answer */
+	struct session *s; /* held */
+	struct rp_hdr h;
+	/* export_peer_mr_prepare(): the looker, and whom to tell (in order) */
+	char peer[RP_NAME_MAX];
+	struct mr_wait *waits, **waits_tail;
+};
+
+struct mr_wait {
+	struct mr_wait *next;
+	void (*cb)(void *arg, int status);
+	void *arg;
+};
+
+static void mr_job_work(struct core_job *cj)
 {
+	struct mr_job *j = (struct mr_job *)cj;
+
+	j->status = vmr_reg(j->vlocal, j->r->addr, j->r->len, j->access, &j->mr);
+}
+
+static struct mr_job *mr_job_new(struct export *e, struct region *r,
+				 void (*done)(struct core_job *j))
+{
+	struct mr_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->job.core = e->core;
+	j->job.work = mr_job_work;
+	j->job.done = done;
+	j->e = export_ref(e);
+	j->r = region_ref(r);
+	j->vlocal = e->core->vlocal;
+	j->access = vmr_access(e->access);
+	return j;
+}
+
+static void unlink_adding(struct core *c, struct export *e)
+{
+	struct export **pp;
+
+	for (pp = &c->exports_adding; *pp; pp = &(*pp)->next)
+		if (*pp == e) {
+			*pp = e->next;
+			e->next = NULL;
+			return;
+		}
+}
+
+/* The export's MR is there, or not: it goes public, or it goes. */
+static void export_job_done(struct core_job *cj)
+{
+	struct mr_job *j = (struct mr_job *)cj;
+	struct export *e = j->e;
+	struct core *c = e->core;
+	int status = j->status;
+
+	/* Killed meanwhile (its region freed, its client gone): it is unlinked already. */
+	if (status == 0 && e->dead)
+		status = -RP_EBADHANDLE;
+	if (!e->dead)
+		unlink_adding(c, e);
+	if (status == 0) {
+		e->xport = j->mr;
+		e->xregion = j->r; /* the job's reference is the export's now */
+		e->next = c->exports;
+		c->exports = e;
+	} else {
+		if (!j->s->dead)
+			log_debug("client %u: export '%s' failed: %s", j->s->id, e->name,
+				  rp_strerror(status));
+		core_drop(c, j->mr, NULL, 0);
+		region_unref(j->r);
+		e->dead = true;
+		export_unref(e); /* the name table's reference */
+	}
+	export_unref(e); /* the job's */
+	session_reply(j->s, &j->h, status, NULL, 0, NULL, 0);
+	session_put(j->s);
+	free(j);
+}
+
+static bool name_taken(struct core *c, const char *name)
+{
+	const struct export *e;
+
+	for (e = c->exports_adding; e; e = e->next)
+		if (!strcmp(e->name, name))
+			return true;
+	return export_find(c, name) != NULL;
+}
+
+int export_add(struct session *s, const struct rp_hdr *h, struct region *r, const char *name,
+	       uint32_t access, const struct export_acl *acl)
+{
+	struct core *c = s->core;
+	struct mr_job *j = NULL;
 	struct export *e;
 
-	if (export_find(c, name))
+	if (name_taken(c, name))
 		return -EEXIST;
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -67,20 +178,26 @@ int export_add(struct core *c, struct region *r, const char *name, uint32_t acce
 	e->region = r;
 	e->s = r->s;
 	e->access = access;
-	if (c->vlocal) {
-		int err = vmr_reg(c->vlocal, r->addr, r->len, vmr_access(access), &e->xport);
-
-		if (err < 0) {
-			free(e->acl);
-			free(e);
-			return err;
-		}
-		e->xregion = region_ref(r);
-	}
 	strcpy(e->name, name);
-	e->next = c->exports;
-	c->exports = e;
-	return 0;
+	if (!c->vlocal) {
+		e->next = c->exports;
+		c->exports = e;
+		return 0;
+	}
+	/* Registering pins every page of the region: milliseconds for a large one. */
+	j = mr_job_new(e, r, export_job_done);
+	if (!j) {
+		free(e->acl);
+		free(e);
+		return -ENOMEM;
+	}
+	j->s = s;
+	j->h = *h;
+	session_hold(s);
+	e->next = c->exports_adding;
+	c->exports_adding = e;
+	core_job_run(&j->job);
+	return EXPORT_LATER;
 }
 
 void export_owner(const struct export *e, struct creds *ret)
@@ -111,36 +228,39 @@ struct export *export_ref(struct export *e)
 	return e;
 }
 
-static void drop_looker_mrs(struct export *e)
-{
-	unsigned i;
-
-	for (i = 0; i < e->n_lookers; i++)
-		e->lookers[i].mr = vmr_dereg(e->lookers[i].mr);
-}
-
 /*
  * The device must stop honouring an export as soon as it is withdrawn, but
- * not under an op still using its MR: the MR goes when the last pin goes.
- * The peers' own MRs go with it (peers' pending withdrawals pin it).
+ * not under an op still using its MR: the MRs go when the last pin goes,
+ * the peers' own with the export's (peers' pending withdrawals pin it).
+ * Deregistering unpins every page, so it runs off the loop thread; the
+ * UNEXPORT waiting for it is answered once it is done.
  */
 static void release_mr(struct export *e)
 {
 	struct session *s = e->waiter;
+	struct vmr **mrs;
+	unsigned i, n = 0;
 
 	if (!e->dead || e->ops)
 		return;
-	drop_looker_mrs(e);
-	e->xport = vmr_dereg(e->xport);
+	mrs = calloc(e->n_lookers + 1, sizeof(*mrs));
+	for (i = 0; i <= e->n_lookers; i++) {
+		struct vmr **mr = i < e->n_lookers ? &e->lookers[i].mr : &e->xport;
+
+		if (mrs)
+			mrs[n++] = *mr;
+		else
+			vmr_dereg(*mr); /* no memory: here, then */
+		*mr = NULL;
+	}
+	e->waiter = NULL;
+	core_drop_all(e->core, mrs, n, NULL, 0, s, &e->waiter_h);
+	free(mrs);
+	if (s)
+		session_put(s);
 	if (e->xregion)
 		region_unref(e->xregion);
 	e->xregion = NULL;
-	if (s) {
-		/* Nothing can reach the memory any more: the UNEXPORT is done. */
-		e->waiter = NULL;
-		session_reply(s, &e->waiter_h, 0, NULL, 0, NULL, 0);
-		session_put(s);
-	}
 }
 
 void export_pin(struct export *e)
@@ -209,19 +329,79 @@ bool export_looked_up_by(const struct export *e, const char *peer)
 	return looker_find(e, peer) != NULL;
 }
 
-int export_peer_mr(struct export *e, const char *peer, struct vmr **ret)
+/* A looker's MR is there, or not: whoever waits for it hears which. */
+static void peer_mr_job_done(struct core_job *cj)
+{
+	struct mr_job *j = (struct mr_job *)cj;
+	struct export *e = j->e;
+	struct looker *lk = looker_find(e, j->peer);
+	struct mr_wait *w;
+	int status = j->status;
+
+	if (lk && lk->job == j)
+		lk->job = NULL;
+	/* Withdrawn, or the peer's right taken away, meanwhile: it gets no key. */
+	if (status == 0 && (!lk || e->dead || !e->xport))
+		status = -RP_ENOEXPORT;
+	if (status == 0 && !lk->mr) {
+		lk->mr = j->mr;
+		j->mr = NULL;
+	}
+	core_drop(e->core, j->mr, NULL, 0); /* failed or unwanted */
+	region_unref(j->r);
+	while ((w = j->waits)) {
+		j->waits = w->next;
+		w->cb(w->arg, status);
+		free(w);
+	}
+	export_unpin(e);
+	export_unref(e);
+	free(j);
+}
+
+int export_peer_mr_prepare(struct export *e, const char *peer, void (*cb)(void *arg, int status),
+			   void *arg)
 {
 	struct looker *lk = looker_find(e, peer);
-	int r;
+	struct mr_job *j;
+	struct mr_wait *w;
 
 	if (!lk || !e->xport || !e->region || e->dead)
 		return -EOPNOTSUPP;
-	if (!lk->mr) {
-		r = vmr_reg(e->core->vlocal, e->region->addr, e->region->len, vmr_access(e->access),
-			    &lk->mr);
-		if (r < 0)
-			return r;
+	if (lk->mr)
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->cb = cb;
+	w->arg = arg;
+	/* One registration per looker: LOOKUPs meanwhile wait for the same one. */
+	j = lk->job;
+	if (j) {
+		*j->waits_tail = w;
+		j->waits_tail = &w->next;
+		return EXPORT_LATER;
 	}
+	j = mr_job_new(e, e->region, peer_mr_job_done);
+	if (!j) {
+		free(w);
+		return -ENOMEM;
+	}
+	snprintf(j->peer, sizeof(j->peer), "%s", peer);
+	j->waits = w;
+	j->waits_tail = &w->next;
+	lk->job = j;
+	export_pin(e);
+	core_job_run(&j->job); /* without a thread pool, @cb is called before it returns */
+	return EXPORT_LATER;
+}
+
+int export_peer_mr(struct export *e, const char *peer, struct vmr **ret)
+{
+	struct looker *lk = looker_find(e, peer);
+
+	if (!lk || !lk->mr || !e->xport || !e->region || e->dead)
+		return -EOPNOTSUPP;
 	*ret = lk->mr;
 	return 0;
 }
@@ -256,9 +436,9 @@ struct vmr *export_forget_looker(struct export *e, const char *peer)
 	return mr;
 }
 
-void export_mr_drop(struct vmr *mr)
+void export_mr_drop(struct export *e, struct vmr *mr)
 {
-	vmr_dereg(mr);
+	core_drop(e->core, mr, NULL, 0);
 }
 
 int export_publish(struct core *c, struct export *e, const char *peer)
@@ -278,6 +458,15 @@ struct export *export_by_peer_id(struct core *c, uint64_t id)
 	return u64map_get(&c->by_peer_id, id);
 }
 
+/* Request @h of @s is answered once @e's MRs are gone (release_mr()). */
+static int export_wait(struct export *e, struct session *s, const struct rp_hdr *h)
+{
+	e->waiter = s;
+	e->waiter_h = *h;
+	session_hold(s);
+	return EXPORT_DRAINING;
+}
+
 int export_remove(struct core *c, struct session *s, const struct rp_hdr *h, uint32_t region,
 		  const char *name)
 {
@@ -290,20 +479,19 @@ int export_remove(struct core *c, struct session *s, const struct rp_hdr *h, uin
 		if ((*pp)->s != s || (*pp)->region->id != region)
 			return -ENOENT;
 		e = export_ref(*pp);
-		export_kill(c, pp);
 		/*
 		 * Peers that may still hold its rkey, or local verbs ops, keep the
 		 * MR (and so the client's memory) reachable: the client hears
-		 * "done" only when they are gone, so after rp_region_unexport()
-		 * returns nothing writes into the region through this export.
+		 * "done" only when they are gone and the MRs are deregistered
+		 * (off the loop thread), so after rp_region_unexport() returns
+		 * nothing writes into the region through this export.
 		 */
 		r = EXPORT_REMOVED;
-		if (e->ops) {
-			e->waiter = s;
-			e->waiter_h = *h;
-			session_hold(s);
-			r = EXPORT_DRAINING;
-		}
+		if (e->xport)
+			r = export_wait(e, s, h);
+		export_kill(c, pp);
+		if (r == EXPORT_REMOVED && e->ops)
+			r = export_wait(e, s, h); /* the peer layer pinned it (export_gone) */
 		export_unref(e);
 		return r;
 	}
@@ -319,6 +507,15 @@ void export_remove_region(struct core *c, struct region *r)
 			export_kill(c, pp);
 		else
 			pp = &(*pp)->next;
+	/* Not public yet: its job finds it dead and answers the EXPORT with an error. */
+	pp = &c->exports_adding;
+	while (*pp)
+		if ((*pp)->region == r) {
+			(*pp)->dead = true;
+			*pp = (*pp)->next;
+		} else {
+			pp = &(*pp)->next;
+		}
 }
 
 void remote_opened(struct session *s, const struct rp_hdr *h, int status, const struct remote *info)

@@ -120,12 +120,16 @@ int region_job_new(struct session *s, const struct rp_hdr *h, int fd, uint64_t l
 	j->len = len;
 	j->huge = huge;
 	j->vlocal = c->vlocal;
+	j->job.core = c;
+	j->job.work = region_job_work;
+	j->job.done = session_region_done;
 	*ret = j;
 	return 0;
 }
 
-void region_job_work(struct region_job *j)
+void region_job_work(struct core_job *cj)
 {
+	struct region_job *j = (struct region_job *)cj;
 	void *addr;
 	int err = 0;
 
@@ -170,9 +174,7 @@ int region_job_done(struct region_job *j, struct region **ret)
 		err = r ? 0 : -ENOMEM;
 	}
 	if (err) {
-		vmr_dereg(j->mr);
-		if (j->addr)
-			munmap(j->addr, (size_t)j->len);
+		core_drop(c, j->mr, j->addr, (size_t)j->len);
 		charge(c, j->acct, j->len, false);
 		acct_put(c, j->acct);
 		return err;
@@ -195,6 +197,80 @@ struct region *region_ref(struct region *r)
 	return r;
 }
 
+struct drop_job {
+	struct core_job job;	/* first */
+	struct session *waiter; /* held: answered once all is gone */
+	struct rp_hdr waiter_h;
+	void *addr;
+	size_t len;
+	unsigned n;
+	struct vmr *mrs[];
+};
+
+static void drop_work(struct core_job *cj)
+{
+	struct drop_job *j = (struct drop_job *)cj;
+	unsigned i;
+
+	for (i = 0; i < j->n; i++)
+		vmr_dereg(j->mrs[i]);
+	if (j->addr)
+		munmap(j->addr, j->len);
+}
+
+static void drop_done(struct core_job *cj)
+{
+	struct drop_job *j = (struct drop_job *)cj;
+
+	if (j->waiter) {
+		session_reply(j->waiter, &j->waiter_h, 0, NULL, 0, NULL, 0);
+		session_put(j->waiter);
+	}
+	free(j);
+}
+
+void core_drop_all(struct core *c, struct vmr *const *mrs, unsigned n, void *addr, size_t len,
+		   struct session *waiter, const struct rp_hdr *h)
+{
+	struct drop_job *j;
+	unsigned i, some = 0;
+
+	for (i = 0; i < n; i++)
+		some += mrs[i] != NULL;
+	if (!some && !addr && !waiter)
+		return;
+	j = calloc(1, sizeof(*j) + some * sizeof(j->mrs[0]));
+	if (!j) {
+		/* No memory for the job: here, then. */
+		for (i = 0; i < n; i++)
+			vmr_dereg(mrs[i]);
+		if (addr)
+			munmap(addr, len);
+		if (waiter)
+			session_reply(waiter, h, 0, NULL, 0, NULL, 0);
+		return;
+	}
+	j->job.core = c;
+	j->job.work = drop_work;
+	j->job.done = drop_done;
+	for (i = 0; i < n; i++)
+		if (mrs[i])
+			j->mrs[j->n++] = mrs[i];
+	j->addr = addr;
+	j->len = len;
+	if (waiter) {
+		session_hold(waiter);
+		j->waiter = waiter;
+		j->waiter_h = *h;
+	}
+	core_job_run(&j->job);
+}
+
+void core_drop(struct core *c, struct vmr *mr, void *addr, size_t len)
+{
+	core_drop_all(c, &mr, 1, addr, len, NULL, NULL);
+}
+
 void region_unref(struct region *r)
 {
 	struct core *c;
@@ -202,8 +278,11 @@ void region_unref(struct region *r)
 	if (!r || --r->refs)
 		return;
 	c = r->core;
-	vmr_dereg(r->xport);
-	munmap(r->addr, (size_t)r->len);
+	/*
+	 * Nothing refers to it: the limits are the user's again at once, while
+	 * the pages are unpinned and unmapped off the loop thread.
+	 */
+	core_drop(c, r->xport, r->addr, (size_t)r->len);
 	charge(c, r->acct, r->len, false);
 	acct_put(c, r->acct);
 	free(r);

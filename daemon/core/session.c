@@ -116,7 +116,6 @@ static int handle_hello(struct session *s, const struct rp_hdr *h, const struct 
 static int handle_region_reg(struct session *s, const struct rp_hdr *h,
 			     const struct rp_region_reg *req, int fd)
 {
-	const struct core_glue_ops *g = s->core->glue;
 	struct region_job *j;
 	int status;
 
@@ -133,12 +132,7 @@ static int handle_region_reg(struct session *s, const struct rp_hdr *h,
 		return session_reply(s, h, status, &rep, sizeof(rep), NULL, 0);
 	}
 	/* Mapping and registering take a while: the reply comes when they are done. */
-	if (g->offload) {
-		g->offload(j);
-	} else {
-		region_job_work(j);
-		session_region_done(j);
-	}
+	core_job_run(&j->job);
 	return 0;
 }
 
@@ -155,8 +149,9 @@ int session_fd_lost(struct session *s, const struct rp_hdr *h)
 	return session_reply(s, h, -EMFILE, &rep, sizeof(rep), NULL, 0);
 }
 
-void session_region_done(struct region_job *j)
+void session_region_done(struct core_job *cj)
 {
+	struct region_job *j = (struct region_job *)cj;
 	struct session *s = j->s;
 	struct rp_id rep = { 0 };
 	struct region *r = NULL;
@@ -189,8 +184,11 @@ static int handle_region_free(struct session *s, const struct rp_hdr *h, const s
 	return session_reply(s, h, 0, NULL, 0, NULL, 0);
 }
 
-/* EXPORT and EXPORT_ACL: the status of publishing @req with @acl (NULL: none). */
-static int export_status(struct session *s, const struct rp_export_req *req,
+/*
+ * EXPORT and EXPORT_ACL (request @h): the status of publishing @req with @acl
+ * (NULL: none), or EXPORT_LATER when it is answered later.
+ */
+static int export_status(struct session *s, const struct rp_hdr *h, const struct rp_export_req *req,
 			 const struct export_acl *acl)
 {
 	struct region *r = idtab_get(&s->regions, req->region);
@@ -204,12 +202,16 @@ static int export_status(struct session *s, const struct rp_export_req *req,
 		return -EINVAL;
 	if (exports_of_uid(s->core, s->cred.uid) >= s->core->cfg->max_regions)
 		return -RP_ELIMIT_EXPORTS;
-	return export_add(s->core, r, req->name, req->access, acl);
+	return export_add(s, h, r, req->name, req->access, acl);
 }
 
 static int handle_export(struct session *s, const struct rp_hdr *h, const struct rp_export_req *req)
 {
-	return session_reply(s, h, export_status(s, req, NULL), NULL, 0, NULL, 0);
+	int status = export_status(s, h, req, NULL);
+
+	if (status == EXPORT_LATER)
+		return 0;
+	return session_reply(s, h, status, NULL, 0, NULL, 0);
 }
 
 /* Every peer the list names must be configured: a typo is an error now, not a refusal later. */
@@ -245,8 +247,10 @@ static int handle_export_acl(struct session *s, const struct rp_hdr *h,
 		return session_reply(s, h, -ENOMEM, NULL, 0, NULL, 0);
 	status = acl_of(s, req, acl);
 	if (status == 0)
-		status = export_status(s, &req->x, acl);
+		status = export_status(s, h, &req->x, acl);
 	free(acl);
+	if (status == EXPORT_LATER)
+		return 0;
 	if (status == -EPROTO)
 		return status;
 	return session_reply(s, h, status, NULL, 0, NULL, 0);

@@ -183,12 +183,65 @@ static int lookup_refused(struct peer_link *l, const struct export *e)
 	return -RP_EEXPORT_DENIED;
 }
 
+/* Answer LOOKUP @id of @e, which peer @l may open and looked up (status @err: 0 so far). */
+static void lookup_answer(struct peer_link *l, struct export *e, uint64_t id, int err)
+{
+	struct pp_lookup_r r;
+	int n;
+
+	memset(&r, 0, sizeof(r));
+	pp_hdr_init(&r.h, PP_LOOKUP_R, id);
+	n = err < 0 ? err
+		    : l->t->ops->export_info(l->t, e, l->peer->conf.name, r.xinfo, sizeof(r.xinfo));
+	if (n < 0) {
+		char key[RP_NAME_MAX + 8];
+
+		log_ratelimited(peer_key(l, key, sizeof(key)), LOG_WARNING,
+				"peer %s: lookup of export '%s' failed: %s", l->peer->conf.name,
+				e->name, rp_strerror(n));
+		r.status = n;
+	} else {
+		r.xinfo_len = (uint32_t)n;
+		r.export_id = e->peer_id;
+		r.export_inc = l->p->incarnation;
+		r.len = e->region->len;
+		r.access = e->access;
+	}
+	log_debug("peer %s looked up '%s': %s", l->peer->conf.name, e->name,
+		  r.status ? rp_strerror(r.status) : "ok");
+	link_send(l, &r, sizeof(r));
+}
+
+/* A LOOKUP whose MR is being registered (off the loop thread). */
+struct pserve {
+	struct pserve *next;
+	struct peer_link *link; /* NULL once the link failed: nobody to answer */
+	struct export *e;	/* held by the registration until serve_done() returns */
+	uint64_t id;
+};
+
+static void serve_done(void *arg, int status)
+{
+	struct pserve *ps = arg, **pp;
+	struct peer_link *l = ps->link;
+
+	if (l) {
+		for (pp = &l->serving; *pp != ps; pp = &(*pp)->next)
+			;
+		*pp = ps->next;
+		if (!link_closing(l))
+			lookup_answer(l, ps->e, ps->id, status);
+	}
+	free(ps);
+}
+
 static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 {
 	struct peers *p = l->p;
 	struct export *e = export_find(p->core, m->name);
 	struct pp_lookup_r r;
-	int n, err;
+	struct pserve *ps;
+	int err;
 
 	memset(&r, 0, sizeof(r));
 	pp_hdr_init(&r.h, PP_LOOKUP_R, m->h.id);
@@ -199,30 +252,28 @@ static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 	} else {
 		/* First: on verbs the looker gets its own MR, whose rkey the info carries. */
 		err = export_publish(p->core, e, l->peer->conf.name);
-		n = err < 0 ? err
-			    : l->t->ops->export_info(l->t, e, l->peer->conf.name, r.xinfo,
-						     sizeof(r.xinfo));
-		err = n < 0 ? n : 0;
-		if (err < 0) {
-			char key[RP_NAME_MAX + 8];
-
-			log_ratelimited(peer_key(l, key, sizeof(key)), LOG_WARNING,
-					"peer %s: lookup of export '%s' failed: %s",
-					l->peer->conf.name, e->name, strerror(-err));
+		if (err == 0 && l->t->ops->peer_mr) {
+			/* Registering it pins every page: milliseconds, off the loop thread. */
+			ps = calloc(1, sizeof(*ps));
+			if (!ps) {
+				lookup_answer(l, e, m->h.id, -ENOMEM);
+				return;
+			}
+			ps->link = l;
+			ps->e = e;
+			ps->id = m->h.id;
+			ps->next = l->serving;
+			l->serving = ps;
+			err = export_peer_mr_prepare(e, l->peer->conf.name, serve_done, ps);
+			if (err == EXPORT_LATER)
+				return; /* serve_done() answers, maybe done already */
+			l->serving = ps->next;
+			free(ps);
 		}
-		if (err < 0) {
-			r.status = err;
-			memset(r.xinfo, 0, sizeof(r.xinfo));
-		} else {
-			r.xinfo_len = (uint32_t)n;
-			r.export_id = e->peer_id;
-			r.export_inc = p->incarnation;
-			r.len = e->region->len;
-			r.access = e->access;
-		}
+		lookup_answer(l, e, m->h.id, err);
+		return;
 	}
-	log_debug("peer %s looked up '%s': %s", l->peer->conf.name, m->name,
-		  r.status ? rp_strerror(r.status) : "ok");
+	log_debug("peer %s looked up '%s': %s", l->peer->conf.name, m->name, rp_strerror(r.status));
 	link_send(l, &r, sizeof(r));
 }
 
@@ -442,7 +493,7 @@ static void revoke_let_go(struct prevoke *rv)
 	if (rv->let_go)
 		return;
 	rv->let_go = true;
-	export_mr_drop(rv->mr);
+	export_mr_drop(rv->e, rv->mr);
 	rv->mr = NULL;
 	export_unpin(rv->e);
 	export_unref(rv->e);
@@ -488,7 +539,7 @@ static void revoke_start(struct peer *pr, struct export *e, struct vmr *mr)
 	struct prevoke *rv = calloc(1, sizeof(*rv));
 
 	if (!rv) { /* no memory for the bookkeeping: withdraw without waiting */
-		export_mr_drop(mr);
+		export_mr_drop(e, mr);
 		return;
 	}
 	rv->mr = mr;
@@ -651,7 +702,7 @@ void data_peer_forget(struct peers *p, struct peer *pr)
 
 	/* Its links are gone: its lookups go, with their MRs (added again, it looks up again). */
 	for (e = p->core->exports; e; e = e->next)
-		export_mr_drop(export_forget_looker(e, pr->conf.name));
+		export_mr_drop(e, export_forget_looker(e, pr->conf.name));
 }
 
 static void replay(struct peer_link *l)
@@ -806,6 +857,7 @@ void data_link_failed(struct peer_link *l)
 {
 	struct peer *pr = l->peer;
 	struct plookup *lk;
+	struct pserve *ps;
 	struct pop *o, *batch = NULL;
 	bool may_replay = pr && !pr->removed && !l->p->stopping;
 
@@ -831,6 +883,11 @@ void data_link_failed(struct peer_link *l)
 	while ((lk = l->lookups)) {
 		l->lookups = lk->next;
 		lookup_reply(lk, -RP_EPEERDOWN, NULL, l->peer);
+	}
+	/* Their registrations go on; their answers have nowhere to go. */
+	while ((ps = l->serving)) {
+		l->serving = ps->next;
+		ps->link = NULL;
 	}
 }
 

@@ -75,6 +75,7 @@ enum link_end {
 };
 
 struct rxtok;
+struct pserve;
 
 struct peer_link {
 	struct peers *p;
@@ -98,6 +99,7 @@ struct peer_link {
 	int err;
 	struct pop *ops;	 /* client ops in flight on this link */
 	struct plookup *lookups; /* LOOKUPs waiting for their reply */
+	struct pserve *serving;	 /* its LOOKUPs waiting for their MR here */
 	struct rxtok *rxs;	 /* its requests moving bytes of our exports (pinning them) */
 };
 

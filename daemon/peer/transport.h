@@ -238,12 +238,14 @@ struct transport_ops {
 	 * Exporting side: fill @buf (up to PEER_XINFO_MAX) with what peer
 	 * @peer's transport (of the same kind) needs for one-sided access to
 	 * @e, which it looked up (export_publish()); on verbs that is an MR of
-	 * its own (export_peer_mr(), registered at its first LOOKUP). Returns
+	 * its own (export_peer_mr(), registered at its first LOOKUP: peer_mr). Returns
 	 * the length (0 for tcp) or a negative errno (the LOOKUP is answered
 	 * with that error). Called for every LOOKUP.
 	 */
 	int (*export_info)(struct transport *t, struct export *e, const char *peer, void *buf,
 			   size_t cap);
+	/* export_info() needs the looker's own MR: export_peer_mr_prepare() first. */
+	bool peer_mr;
 	/*
 	 * Importing side: the peer withdrew @export_id (PP_REVOKE). Post nothing
 	 * more for it (ops not yet wholly posted end -RP_EUNEXPORTED), then send

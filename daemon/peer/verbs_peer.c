@@ -723,6 +723,7 @@ static const struct transport_ops vp_ops = {
 	.send_ctrl = vc_send_ctrl,
 	.submit = vc_submit,
 	.export_info = vp_export_info,
+	.peer_mr = true,
 	.revoke = vc_revoke,
 	.free = vp_free,
 };

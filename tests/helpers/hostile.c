@@ -35,6 +35,26 @@
  *                            comes, keep another client writing 4 KiB
  *                            locally; prints how many writes completed in
  *                            the meantime
+ *   hostile bigexport MB [BSOCK THIS THAT]
+ *                            register a sparse MB MiB memfd over a raw
+ *                            connection, then export it (with a device the
+ *                            daemon registers an MR of it) and, with BSOCK,
+ *                            to peer THAT, and open it from a raw client of
+ *                            THAT's daemon at BSOCK, which calls this node
+ *                            THIS (its LOOKUP makes this daemon register an
+ *                            MR of it for that peer: 4 opens at once, the
+ *                            others answered like the one counted);
+ *                            then withdraw it (answered once its MRs are
+ *                            gone) and free it; until each is answered (the
+ *                            free: until Shmem in /proc/meminfo shows its
+ *                            pages freed), keep another client writing 4 KiB
+ *                            locally; prints their statuses and how many
+ *                            writes completed meanwhile
+ *   hostile bigexport MB BSOCK THIS THAT quit
+ *                            the same, but leave while the MRs are being
+ *                            registered: the first time right after the
+ *                            EXPORT, the second 10 ms after the open (which
+ *                            is answered)
  *   hostile regs             an unlucky client while the daemon runs out of
  *                            fds: prints "ready", then for each line on
  *                            stdin registers (and frees) a 64 KiB region and
@@ -44,18 +64,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rdmaproxy.h"
 #include "rp-proto.h"
 
 #define HUGE (2u << 20)
+#define BIGEXPORT_OPENS 4
 
 static struct rp_client *connect_or_die(void)
 {
@@ -417,11 +440,11 @@ static int raw_send(int fd, uint16_t type, const void *body, size_t len, int pas
 }
 
 /* A raw connection past HELLO (the ring fds of the reply are closed). */
-static int raw_hello(void)
+/* A raw connection of protocol @version to the daemon at @path, its HELLO answered. */
+static int raw_hello_at(const char *path, uint16_t version)
 {
-	const char *path = getenv("RDMAPROXY_SOCKET");
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct rp_hello h = { .magic = RP_PROTO_MAGIC, .version_min = 1, .version_max = 1 };
+	struct rp_hello h = { .magic = RP_PROTO_MAGIC, .version_min = 1, .version_max = version };
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
 	union {
 		struct cmsghdr a;
@@ -449,43 +472,216 @@ static int raw_hello(void)
 	return fd;
 }
 
-static int bigreg(long mb)
+static int raw_hello(void)
 {
-	struct rp_region_reg req = { .len = (uint64_t)mb << 20 };
-	struct rp_client *c = connect_or_die();
-	struct rp_region *src, *dst;
-	struct rp_remote *rm;
-	struct rp_completion cp;
-	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
-	struct pollfd p;
-	long during = 0;
-	int raw, mfd;
+	return raw_hello_at(getenv("RDMAPROXY_SOCKET"), 1);
+}
 
-	if (rp_region_alloc(c, 4096, 0, &src) < 0 || rp_region_alloc(c, 4096, 0, &dst) < 0 ||
-	    rp_region_export(dst, "bigreg-dst", RP_ACCESS_REMOTE_WRITE) < 0 ||
-	    rp_remote_open(c, NULL, "bigreg-dst", &rm) < 0)
-		return 1;
-	raw = raw_hello();
-	mfd = memfd_create("sparse", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (raw < 0 || mfd < 0 || ftruncate(mfd, (off_t)req.len) < 0 ||
-	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
-		return 1;
-	if (raw_send(raw, RP_MSG_REGION_REG, &req, sizeof(req), mfd) < 0)
-		return 1;
-	close(mfd);
-	p.fd = raw;
-	p.events = POLLIN;
-	/* Until the registration is answered, the other client must keep moving. */
+/* A client with a 4 KiB region and a handle to its own export of another. */
+static struct rp_client *writer(const char *name, struct rp_region **src, struct rp_remote **rm)
+{
+	struct rp_client *c = connect_or_die();
+	struct rp_region *dst;
+
+	if (rp_region_alloc(c, 4096, 0, src) < 0 || rp_region_alloc(c, 4096, 0, &dst) < 0 ||
+	    rp_region_export(dst, name, RP_ACCESS_REMOTE_WRITE) < 0 ||
+	    rp_remote_open(c, NULL, name, rm) < 0)
+		exit(1);
+	return c;
+}
+
+/*
+ * Until raw connection @raw has an answer, keep @c writing 4 KiB (the daemon
+ * must keep moving): how many writes completed. *@status: the answer's,
+ * *@body its body (up to @len bytes).
+ */
+static long write_until_answer(int raw, struct rp_client *c, struct rp_region *src,
+			       struct rp_remote *rm, int *status, void *body, size_t len)
+{
+	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
+	struct pollfd p = { .fd = raw, .events = POLLIN };
+	struct rp_completion cp;
+	long during = 0;
+	ssize_t n;
+
 	while (poll(&p, 1, 0) == 0) {
 		if (rp_write(c, src, 0, rm, 0, 4096, (uint64_t)during, 0) < 0 ||
 		    wait_one(c, &cp) < 0)
 			break;
 		during += cp.status == 0;
 	}
-	printf("reg_status=%d\nwrites_during=%ld\n",
-	       recv(raw, buf, sizeof(buf), 0) > 0 ? ((struct rp_hdr *)buf)->status : -EPIPE,
-	       during);
+	n = recv(raw, buf, sizeof(buf), 0);
+	*status = n >= (ssize_t)sizeof(struct rp_hdr) ? ((struct rp_hdr *)buf)->status : -EPIPE;
+	if (body && n >= (ssize_t)(sizeof(struct rp_hdr) + len))
+		memcpy(body, buf + sizeof(struct rp_hdr), len);
+	return during;
+}
+
+/* A raw REGION_REG of a sparse @len bytes: its status, and the region's id in *@id. */
+static int sparse_region(int raw, uint64_t len, struct rp_client *c, struct rp_region *src,
+			 struct rp_remote *rm, long *during, uint32_t *id)
+{
+	struct rp_region_reg req = { .len = len };
+	struct rp_id rep = { 0 };
+	int mfd = memfd_create("sparse", MFD_CLOEXEC | MFD_ALLOW_SEALING), status;
+
+	if (mfd < 0 || ftruncate(mfd, (off_t)len) < 0 ||
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0 ||
+	    raw_send(raw, RP_MSG_REGION_REG, &req, sizeof(req), mfd) < 0)
+		exit(1);
+	close(mfd);
+	*during = write_until_answer(raw, c, src, rm, &status, &rep, sizeof(rep));
+	*id = rep.id;
+	return status;
+}
+
+static int bigreg(long mb)
+{
+	struct rp_region *src;
+	struct rp_remote *rm;
+	struct rp_client *c = writer("bigreg-dst", &src, &rm);
+	int raw = raw_hello(), status;
+	long during;
+	uint32_t id;
+
+	if (raw < 0)
+		return 1;
+	/* Until the registration is answered, the other client must keep moving. */
+	status = sparse_region(raw, (uint64_t)mb << 20, c, src, rm, &during, &id);
+	printf("reg_status=%d\nwrites_during=%ld\n", status, during);
 	close(raw);
+	rp_disconnect(c);
+	return 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A raw connection with a sparse region of @mb MiB exported as "bigexport" (to @that). */
+/* Shmem in /proc/meminfo, in KiB (0: unknown). */
+static long shmem_kb(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long kb = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Shmem: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static int bigexport(long mb, const char *bsock, const char *this, const char *that, bool quit)
+{
+	struct rp_region *src;
+	struct rp_remote *rm;
+	struct rp_client *c = writer("bigexport-dst", &src, &rm);
+	struct rp_export_acl_req x = { .x.access = RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE };
+	struct rp_name_req o = { 0 };
+	struct rp_completion cp;
+	int raw = raw_hello_at(getenv("RDMAPROXY_SOCKET"), RP_PROTO_VERSION_ACL), braw, status;
+	long during, shmem;
+	double t;
+
+	if (raw < 0)
+		return 1;
+	status = sparse_region(raw, (uint64_t)mb << 20, c, src, rm, &during, &x.x.region);
+	printf("reg_status=%d\n", status);
+	snprintf(x.x.name, sizeof(x.x.name), "bigexport");
+	if (that) {
+		x.n_peers = 1;
+		snprintf(x.peers[0], sizeof(x.peers[0]), "%s", that);
+	}
+	t = now_ms();
+	if (raw_send(raw, RP_MSG_EXPORT_ACL, &x, sizeof(x), -1) < 0)
+		return 1;
+	if (quit) {
+		/* Gone while the export's MR is being registered; then again, exported. */
+		close(raw);
+		raw = raw_hello_at(getenv("RDMAPROXY_SOCKET"), RP_PROTO_VERSION_ACL);
+		if (raw < 0)
+			return 1;
+		status = sparse_region(raw, (uint64_t)mb << 20, c, src, rm, &during, &x.x.region);
+		printf("reg2_status=%d\n", status);
+		if (raw_send(raw, RP_MSG_EXPORT_ACL, &x, sizeof(x), -1) < 0)
+			return 1;
+	}
+	during = write_until_answer(raw, c, src, rm, &status, NULL, 0);
+	printf("export_status=%d\nwrites_during_export=%ld\nexport_ms=%.1f\n", status, during,
+	       now_ms() - t);
+	if (bsock) {
+		int more[BIGEXPORT_OPENS - 1], i, ok = 0;
+
+		snprintf(o.peer, sizeof(o.peer), "%s", this);
+		snprintf(o.name, sizeof(o.name), "bigexport");
+		t = now_ms();
+		/* Several LOOKUPs at once: they wait for the same registration. */
+		for (i = 0; i < BIGEXPORT_OPENS - 1; i++) {
+			more[i] = raw_hello_at(bsock, 1);
+			if (more[i] < 0 ||
+			    raw_send(more[i], RP_MSG_REMOTE_OPEN, &o, sizeof(o), -1) < 0)
+				return 1;
+		}
+		braw = raw_hello_at(bsock, 1);
+		if (braw < 0 || raw_send(braw, RP_MSG_REMOTE_OPEN, &o, sizeof(o), -1) < 0)
+			return 1;
+		if (quit) {
+			/* The export goes while this node registers the peer's MR of it. */
+			usleep(10000);
+			close(raw);
+			raw = -1;
+		}
+		during = write_until_answer(braw, c, src, rm, &status, NULL, 0);
+		printf("open_status=%d\nwrites_during_open=%ld\nopen_ms=%.1f\n", status, during,
+		       now_ms() - t);
+		close(braw);
+		for (i = 0; i < BIGEXPORT_OPENS - 1; i++) {
+			int st;
+
+			write_until_answer(more[i], c, src, rm, &st, NULL, 0);
+			ok += st == status;
+			close(more[i]);
+		}
+		printf("opens_alike=%d of %d\n", ok + 1, BIGEXPORT_OPENS);
+	}
+	if (raw >= 0 && !quit) {
+		/* Withdrawing it deregisters both MRs (once B confirms); freeing it, its own. */
+		struct rp_export_req u = { .region = x.x.region };
+		struct rp_id f = { .id = x.x.region };
+
+		memcpy(u.name, x.x.name, sizeof(u.name));
+		t = now_ms();
+		if (raw_send(raw, RP_MSG_UNEXPORT, &u, sizeof(u), -1) < 0)
+			return 1;
+		during = write_until_answer(raw, c, src, rm, &status, NULL, 0);
+		printf("unexport_status=%d\nwrites_during_unexport=%ld\nunexport_ms=%.1f\n", status,
+		       during, now_ms() - t);
+		/*
+		 * Its pages are freed when the daemon unmaps them (this client's
+		 * fd is closed): count the writes until /proc/meminfo shows that.
+		 */
+		shmem = shmem_kb();
+		t = now_ms();
+		if (raw_send(raw, RP_MSG_REGION_FREE, &f, sizeof(f), -1) < 0)
+			return 1;
+		during = write_until_answer(raw, c, src, rm, &status, NULL, 0);
+		while (shmem - shmem_kb() < mb * 1024 / 2 && now_ms() - t < 60000) {
+			if (rp_write(c, src, 0, rm, 0, 4096, 0, 0) < 0 || wait_one(c, &cp) < 0)
+				break;
+			during += cp.status == 0;
+		}
+		printf("free_status=%d\nwrites_until_freed=%ld\nfreed_ms=%.1f\n", status,
+		       shmem - shmem_kb() < mb * 1024 / 2 ? -1 : during, now_ms() - t);
+	}
+	if (raw >= 0)
+		close(raw);
 	rp_disconnect(c);
 	return 0;
 }
@@ -538,6 +734,10 @@ int main(int argc, char **argv)
 		return unexportwait(argv[2], (size_t)atol(argv[3]), argv[4]);
 	if (argc == 3 && !strcmp(argv[1], "bigreg"))
 		return bigreg(atol(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "bigexport"))
+		return bigexport(atol(argv[2]), NULL, NULL, NULL, false);
+	if ((argc == 6 || (argc == 7 && !strcmp(argv[6], "quit"))) && !strcmp(argv[1], "bigexport"))
+		return bigexport(atol(argv[2]), argv[3], argv[4], argv[5], argc == 7);
 	if (argc == 3 && !strcmp(argv[1], "hold"))
 		return hold(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "exports"))
@@ -548,6 +748,6 @@ int main(int argc, char **argv)
 		return regs();
 	fprintf(stderr, "usage: hostile hugebus|hugesrc [PEER EXPORT]|hugepeer ASOCK BSOCK "
 			"PEER|hold N|exports N|notifyfull "
-			"N|bigreg MB|regs\n");
+			"N|bigreg MB|bigexport MB [BSOCK THIS THAT [quit]]|regs\n");
 	return 2;
 }

@@ -67,13 +67,13 @@ static void th_free(struct session *s)
 }
 
 /* Keep the job: the test runs it later, as the thread pool would. */
-static void th_offload(struct region_job *j)
+static void th_offload(struct core_job *j)
 {
-	struct th *t = ((struct th_session *)j->s)->th;
+	struct th *t = j->core->glue_ctx;
 
 	if (t->n_jobs == TH_MAX_JOBS) {
-		region_job_work(j);
-		session_region_done(j);
+		j->work(j);
+		j->done(j);
 		return;
 	}
 	t->jobs[t->n_jobs++] = j;
@@ -92,6 +92,8 @@ static const struct core_glue_ops th_glue_deferred = {
 
 void th_defer_jobs(struct th *t, bool defer)
 {
+	if (!defer)
+		th_jobs_run(t, TH_MAX_JOBS); /* what is left, as the pool would */
 	t->defer_jobs = defer;
 	t->core->glue = defer ? &th_glue_deferred : &th_glue;
 }
@@ -101,11 +103,11 @@ unsigned th_jobs_run(struct th *t, unsigned n)
 	unsigned i;
 
 	for (i = 0; i < n && t->n_jobs; i++) {
-		struct region_job *j = t->jobs[0];
+		struct core_job *j = t->jobs[0];
 
 		memmove(&t->jobs[0], &t->jobs[1], --t->n_jobs * sizeof(t->jobs[0]));
-		region_job_work(j);
-		session_region_done(j);
+		j->work(j);
+		j->done(j);
 	}
 	return i;
 }
@@ -234,6 +236,8 @@ int th_init(struct th *t)
 	t->cfg.max_inflight = 4096;
 	t->cfg.max_connections = 4;
 	r = core_new(&t->cfg, &th_glue, &t->core);
+	if (r == 0)
+		t->core->glue_ctx = t;
 	if (r < 0)
 		return r;
 	t->core->peer_ops = &th_peer_ops;

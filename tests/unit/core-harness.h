@@ -78,9 +78,9 @@ struct th {
 	unsigned n_freed;    /* sessions the glue's free hook got */
 	unsigned dead_sends; /* replies offered for a dead session: must stay 0 */
 	bool lean; /* fuzzing: clients keep no fds and see their rings in the daemon's mapping */
-	/* Region registrations the glue runs later (th_defer_jobs()), in order. */
+	/* Jobs (registrations, unmappings) the glue runs later (th_defer_jobs()), in order. */
 	bool defer_jobs;
-	struct region_job *jobs[TH_MAX_JOBS];
+	struct core_job *jobs[TH_MAX_JOBS];
 	unsigned n_jobs;
 	/* The fake peer layer. */
 	int open_status;   /* remote_open: 0 answers later (th_open_answer), <0 refuses now */
@@ -101,9 +101,10 @@ int th_init(struct th *t);
 void th_fini(struct th *t);
 
 /*
- * Region registrations: with @defer, the glue's offload hook keeps each job
- * until th_jobs_run() (as the thread pool would run it later); without, the
- * hook is NULL and the core runs them at once.
+ * Jobs (core_job: registrations, unmappings): with @defer, the glue's
+ * offload hook keeps each until th_jobs_run() (as the thread pool would run
+ * it later); without, the kept ones run now, the hook is NULL and the core
+ * runs the next ones at once.
  */
 void th_defer_jobs(struct th *t, bool defer);
 /* Run the first @n kept jobs (work, then done on the "loop"): how many ran. */

@@ -19,6 +19,7 @@
 #define N_MANY 600
 
 static struct th t;
+static const struct rp_hdr add_h = { .type = RP_MSG_EXPORT };
 
 static struct region *new_region(struct th_session *ts)
 {
@@ -35,14 +36,16 @@ static void test_add_find(struct th_session *a, struct th_session *b)
 	struct rp_hdr h = { .type = RP_MSG_UNEXPORT, .seq = 1 };
 	struct export *e;
 
-	tap_is_int(export_add(t.core, ra, "one", RP_ACCESS_REMOTE_READ, NULL), 0, "export_add");
+	tap_is_int(export_add(ra->s, &add_h, ra, "one", RP_ACCESS_REMOTE_READ, NULL), 0,
+		   "export_add");
 	e = export_find(t.core, "one");
 	tap_ok(e && e->region == ra && e->s == &a->s && e->access == RP_ACCESS_REMOTE_READ &&
 		       !e->dead && e->refs == 1 && !e->remote,
 	       "export_find finds it with its region, session and access");
-	tap_is_int(export_add(t.core, rb, "one", RP_ACCESS_REMOTE_WRITE, NULL), -EEXIST,
+	tap_is_int(export_add(rb->s, &add_h, rb, "one", RP_ACCESS_REMOTE_WRITE, NULL), -EEXIST,
 		   "a name is taken node-wide");
-	tap_is_int(export_add(t.core, rb, "two", RP_ACCESS_REMOTE_WRITE, NULL), 0, "another name");
+	tap_is_int(export_add(rb->s, &add_h, rb, "two", RP_ACCESS_REMOTE_WRITE, NULL), 0,
+		   "another name");
 	tap_ok(export_find(t.core, "nope") == NULL, "an unknown name is not found");
 	tap_ok(export_find(t.core, "on") == NULL && export_find(t.core, "one1") == NULL,
 	       "names match whole");
@@ -59,7 +62,7 @@ static void test_add_find(struct th_session *a, struct th_session *b)
 	tap_is_int(export_remove(t.core, &a->s, &h, ra->id, "one"), EXPORT_REMOVED,
 		   "its owner withdraws it");
 	tap_ok(export_find(t.core, "one") == NULL, "gone");
-	tap_is_int(export_add(t.core, ra, "one", RP_ACCESS_REMOTE_READ, NULL), 0,
+	tap_is_int(export_add(ra->s, &add_h, ra, "one", RP_ACCESS_REMOTE_READ, NULL), 0,
 		   "the name can be used again");
 	th_unexport(a, ra->id, "one");
 	th_unexport(b, rb->id, "two");
@@ -73,10 +76,10 @@ static void test_remove_region(struct th_session *a)
 	unsigned gone = t.n_gone_calls;
 	struct export *keep;
 
-	export_add(t.core, r1, "r1.a", RP_ACCESS_REMOTE_READ, NULL);
-	export_add(t.core, r2, "r2.a", RP_ACCESS_REMOTE_READ, NULL);
-	export_add(t.core, r1, "r1.b", RP_ACCESS_REMOTE_WRITE, NULL);
-	export_add(t.core, r1, "r1.c", RP_ACCESS_REMOTE_WRITE, NULL);
+	export_add(r1->s, &add_h, r1, "r1.a", RP_ACCESS_REMOTE_READ, NULL);
+	export_add(r2->s, &add_h, r2, "r2.a", RP_ACCESS_REMOTE_READ, NULL);
+	export_add(r1->s, &add_h, r1, "r1.b", RP_ACCESS_REMOTE_WRITE, NULL);
+	export_add(r1->s, &add_h, r1, "r1.c", RP_ACCESS_REMOTE_WRITE, NULL);
 	keep = export_find(t.core, "r2.a");
 	export_remove_region(t.core, r1);
 	tap_ok(!export_find(t.core, "r1.a") && !export_find(t.core, "r1.b") &&
@@ -103,7 +106,7 @@ static void test_peer_ids(struct th_session *a)
 
 	for (i = 0; i < N_MANY; i++) {
 		snprintf(name, sizeof(name), "many.%u", i);
-		export_add(t.core, r, name, RP_ACCESS_REMOTE_READ, NULL);
+		export_add(r->s, &add_h, r, name, RP_ACCESS_REMOTE_READ, NULL);
 		e[i] = export_find(t.core, name);
 		if (!e[i] || e[i]->peer_id)
 			bad++;
@@ -146,7 +149,7 @@ static void test_peer_ids(struct th_session *a)
 	tap_ok(t.core->by_peer_id.n == N_MANY - N_MANY / 3 &&
 		       t.core->by_peer_id.nb >= t.core->by_peer_id.n,
 	       "the id map holds the live ones, at most one per bucket on average");
-	export_add(t.core, r, "late", RP_ACCESS_REMOTE_READ, NULL);
+	export_add(r->s, &add_h, r, "late", RP_ACCESS_REMOTE_READ, NULL);
 	export_publish(t.core, export_find(t.core, "late"), TH_PEER);
 	tap_ok(export_find(t.core, "late")->peer_id == first + N_MANY, "ids are never reused");
 	tap_ok(export_by_peer_id(t.core, first + N_MANY + 1) == NULL, "an id not given yet");
@@ -163,7 +166,7 @@ static void test_pinned(struct th_session *a)
 	unsigned before = a->n_replies;
 	struct export *e;
 
-	export_add(t.core, r, "pinned", RP_ACCESS_REMOTE_WRITE, NULL);
+	export_add(r->s, &add_h, r, "pinned", RP_ACCESS_REMOTE_WRITE, NULL);
 	e = export_ref(export_find(t.core, "pinned"));
 	export_pin(e);
 	tap_is_int(export_remove(t.core, &a->s, &h, r->id, "pinned"), EXPORT_DRAINING,

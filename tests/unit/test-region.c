@@ -320,7 +320,9 @@ static void test_jobs(struct th_session *ts)
 	tap_is_int(t.n_freed, freed,
 		   "a client gone while its region is mapped: its session is kept");
 	tap_is_int(t.core->n_regions, 1, "and the bytes stay charged");
-	th_jobs_run(&t, 1);
+	/* The registration, then the unmappings that follow (also of the first region). */
+	while (th_jobs_run(&t, 1))
+		;
 	tap_ok(t.n_freed == freed + 1 && t.dead_sends == 0,
 	       "when the job is done nothing is sent and the session is freed");
 	tap_ok(t.core->n_regions == 0 && t.core->bytes == 0, "nothing stays mapped or charged");

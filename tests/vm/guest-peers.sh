@@ -10,7 +10,10 @@
 # each notified once; 8 B and 300 B writes from a hugetlb page punched out
 # with the pool empty (locally and to the peer) go by reference, not inline,
 # and the daemon survives them, as it does holes on both ends of the link
-# (a SEND into one fails with -EFAULT); a withdrawn export fails later writes with
+# (a SEND into one fails with -EFAULT); exporting 512 MiB and a peer's first
+# LOOKUP of it register their MRs off the loop, withdrawing it deregisters
+# them off the loop (another client's writes go on), also when the exporter
+# leaves meanwhile; a withdrawn export fails later writes with
 # RP_EUNEXPORTED while the link stays up and co-tenants are untouched; one
 # made while the link is briefly down reaches the importer on the next link;
 # one the importer could not hear of in time makes the device refuse a
@@ -205,6 +208,36 @@ one_guest() {
 		echo "$old_hp" >$hp
 		for _ in 1 2 3 4 5; do n=$((n + 1)); echo "ok $n # SKIP no huge pages in this guest"; done
 	fi
+
+	# Registering an MR pins every page of its region, deregistering it
+	# unpins them, unmapping a region frees them: tens to hundreds of
+	# milliseconds for 512 MiB in this guest. A does all three off its loop
+	# thread (its own MR of an export, the MR B gets at its first LOOKUP,
+	# the region's), so a local client of A keeps writing meanwhile. On the
+	# loop it got 1 (export), 1-6 (open: B's part comes first), 2-8
+	# (withdrawal: so does B's confirmation) and 1 (free) writes; off it,
+	# 17-33, 16-40, 25-59 and 145-148.
+	RDMAPROXY_SOCKET="$D/A.sock" "$B/tests/helpers/hostile" bigexport 512 "$D/B.sock" A B \
+		>"$D/bx.out" 2>&1
+	for w in export:during_export:6:"exporting 512 MiB registers its MR" \
+		open:during_open:10:"4 opens of it at once from B (all answered alike) register B's MR" \
+		unexport:during_unexport:12:"withdrawing it deregisters both" \
+		free:until_freed:30:"freeing it unpins and unmaps it"; do
+		IFS=: read -r what key least text <<<"$w"
+		got=$(sed -n "s/^writes_$key=//p" "$D/bx.out")
+		grep -q "^${what}_status=0$" "$D/bx.out" && [ "${got:-0}" -ge "$least" ] &&
+			{ [ "$what" != open ] || grep -q '^opens_alike=4 of 4$' "$D/bx.out"; }
+		ok $? "$text off A's loop: another client's writes go on (${got:-?}, at least $least)" ||
+			diag "$D/bx.out"
+	done
+	# The exporter leaves while its export's MR is being registered, and
+	# again while B's is: nothing crashes, no MR is left behind.
+	RDMAPROXY_SOCKET="$D/A.sock" "$B/tests/helpers/hostile" bigexport 256 "$D/B.sock" A B quit \
+		>"$D/bxq.out" 2>&1
+	grep -q '^export_status=0$' "$D/bxq.out" && grep -q '^open_status=' "$D/bxq.out" &&
+		kill -0 "${PID[A]}" && kill -0 "${PID[B]}" && peer_up A B && wait_steady 30 mrs_are "$base_mr"
+	ok $? "an exporter that leaves while its MRs are being registered: answered, A and B up, MRs back to baseline ($(mrs) = $base_mr)" ||
+		{ diag "$D/bxq.out"; tail -n 40 "$D/A.log" | diag; }
 
 	spawn st B export st 16M 0
 	said st ready
