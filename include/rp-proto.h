@@ -134,7 +134,11 @@ _Static_assert(sizeof(struct rp_id) == 8, "rp_id");
 /*
  * RP_MSG_EXPORT; UNEXPORT uses the same body (access must be 0). An export
  * made with EXPORT may be opened by clients of its owner's uid and of root
- * on this node only.
+ * on this node only. With a device, EXPORT is answered once the export's MR
+ * is registered (other requests may be answered meanwhile); a connection
+ * with 4 such EXPORTs outstanding is answered -EBUSY. UNEXPORT is answered
+ * once no MR of the export is registered any more, REGION_FREE once the
+ * daemon has unmapped the region (unless operations still hold it).
  */
 struct rp_export_req {
 	uint32_t region;

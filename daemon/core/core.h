@@ -81,9 +81,9 @@ void core_job_run(struct core_job *j);
  * page, freeing them).
  */
 void core_drop(struct core *c, struct vmr *mr, void *addr, size_t len);
-/* The same for @n MRs (NULLs skipped); then request @h of @waiter (NULL: none) is answered 0. */
-void core_drop_all(struct core *c, struct vmr *const *mrs, unsigned n, void *addr, size_t len,
-		   struct session *waiter, const struct rp_hdr *h);
+/* The same for @n MRs (NULLs skipped); then @then(@arg) on the loop (NULL: nothing). */
+void core_drop_then(struct core *c, struct vmr *const *mrs, unsigned n, void *addr, size_t len,
+		    void (*then)(void *arg), void *arg);
 
 struct core_peer_ops {
 	/* Is @peer a configured peer? 0 or -RP_EPEERUNKNOWN. */
@@ -162,6 +162,7 @@ struct session {
 	uint32_t id;
 	uint16_t version;     /* 0 until HELLO succeeded */
 	bool dead;	      /* hung up or misbehaved: stop touching its rings */
+	unsigned exporting;   /* its EXPORTs whose MR is being registered */
 	bool detached;	      /* the glue is done with it; freed when ops_pending drops to 0 */
 	unsigned ops_pending; /* operations, lookups and replies that still refer to it */
 	struct uid_acct *acct;
@@ -285,8 +286,10 @@ struct region {
 	void *addr;
 	uint64_t len;
 	uint32_t id;
-	struct vmr *xport; /* local-access MR (verbs), NULL on tcp */
-	bool huge;	   /* hugetlbfs: a page may vanish (copy with guarded_memmove()) */
+	struct vmr *xport;	/* local-access MR (verbs), NULL on tcp */
+	bool huge;		/* hugetlbfs: a page may vanish (copy with guarded_memmove()) */
+	struct session *waiter; /* held: its REGION_FREE is answered once it is unmapped */
+	struct rp_hdr waiter_h;
 };
 
 /*
@@ -316,7 +319,16 @@ int region_job_new(struct session *s, const struct rp_hdr *h, int fd, uint64_t l
 void region_job_work(struct core_job *j);
 int region_job_done(struct region_job *j, struct region **ret);
 struct region *region_ref(struct region *r);
+/* The last reference goes: its pages are unpinned and unmapped off the loop thread. */
 void region_unref(struct region *r);
+/* region_free(): request @h is answered when the region is unmapped. */
+#define REGION_LATER 1
+/*
+ * REGION_FREE of @r (request @h of @s), its client's reference: 0 (answer
+ * now: operations still hold it) or REGION_LATER. Its user's limits count
+ * its bytes until it is unmapped.
+ */
+int region_free(struct region *r, struct session *s, const struct rp_hdr *h);
 /* off + len inside the region, with overflow checks. */
 bool region_range_ok(const struct region *r, uint64_t off, uint64_t len);
 
@@ -403,6 +415,9 @@ struct export {
 	unsigned n_lookers;
 	struct session *waiter; /* held: its UNEXPORT is answered once the MR is gone */
 	struct rp_hdr waiter_h;
+	bool released;		/* its MRs are given up (release_mr()) */
+	unsigned drops;		/* of its MRs, deregistrations under way (each holds a reference) */
+	struct mr_job *job;	/* while its own MR is being registered (export_add()) */
 	struct remote *remote;
 	struct export_acl *acl; /* who else may open it; NULL: nobody (owner and root only) */
 	char name[RP_NAME_MAX];

@@ -8,6 +8,7 @@
 #include "core/core.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,10 @@
 
 /* Per-session cap on remote handles. */
 #define MAX_SESSION_HANDLES 65536u
+/* Per-session cap on EXPORTs whose MR is being registered (-EBUSY beyond). */
+#define MAX_SESSION_EXPORTING 4u
+/* Per-registration cap on the LOOKUPs waiting for one peer MR (-EAGAIN beyond). */
+#define MAX_MR_WAITS 1024u
 
 struct export *export_find(struct core *c, const char *name)
 {
@@ -58,7 +63,8 @@ struct mr_job {
 	struct region *r;    /* referenced */
 	struct vlocal *vlocal;
 	unsigned access;
-	struct vmr *mr; /* the result */
+	atomic_bool cancelled; /* nobody wants it any more: the work need not be done */
+	struct vmr *mr;	       /* the result */
 	int status;
 	/* export_add(): the request to answer */
 	struct session *s; /* held */
@@ -66,6 +72,7 @@ struct mr_job {
 	/* export_peer_mr_prepare(): the looker, and whom to tell (in order) */
 	char peer[RP_NAME_MAX];
 	struct mr_wait *waits, **waits_tail;
+	unsigned n_waits;
 };
 
 struct mr_wait {
@@ -78,7 +85,17 @@ static void mr_job_work(struct core_job *cj)
 {
 	struct mr_job *j = (struct mr_job *)cj;
 
-	j->status = vmr_reg(j->vlocal, j->r->addr, j->r->len, j->access, &j->mr);
+	if (atomic_load_explicit(&j->cancelled, memory_order_relaxed))
+		j->status = -ECANCELED;
+	else
+		j->status = vmr_reg(j->vlocal, j->r->addr, j->r->len, j->access, &j->mr);
+}
+
+/* Nobody will use its result: a job not begun yet skips the work. */
+static void mr_job_cancel(struct mr_job *j)
+{
+	if (j)
+		atomic_store_explicit(&j->cancelled, true, memory_order_relaxed);
 }
 
 static struct mr_job *mr_job_new(struct export *e, struct region *r,
@@ -118,8 +135,10 @@ static void export_job_done(struct core_job *cj)
 	struct core *c = e->core;
 	int status = j->status;
 
+	e->job = NULL;
+	j->s->exporting--;
 	/* Killed meanwhile (its region freed, its client gone): it is unlinked already. */
-	if (status == 0 && e->dead)
+	if (e->dead)
 		status = -RP_EBADHANDLE;
 	if (!e->dead)
 		unlink_adding(c, e);
@@ -162,6 +181,9 @@ int export_add(struct session *s, const struct rp_hdr *h, struct region *r, cons
 
 	if (name_taken(c, name))
 		return -EEXIST;
+	/* A client has one request out at a time: more is pipelining to fill the thread pool. */
+	if (c->vlocal && s->exporting >= MAX_SESSION_EXPORTING)
+		return -EBUSY;
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
@@ -194,6 +216,8 @@ int export_add(struct session *s, const struct rp_hdr *h, struct region *r, cons
 	j->s = s;
 	j->h = *h;
 	session_hold(s);
+	s->exporting++;
+	e->job = j;
 	e->next = c->exports_adding;
 	c->exports_adding = e;
 	core_job_run(&j->job);
@@ -228,21 +252,50 @@ struct export *export_ref(struct export *e)
 	return e;
 }
 
+/* The UNEXPORT waiting for @e: answered once its MRs are given up and deregistered. */
+static void export_answer(struct export *e)
+{
+	struct session *s = e->waiter;
+
+	if (!s || !e->released || e->drops)
+		return;
+	e->waiter = NULL;
+	session_reply(s, &e->waiter_h, 0, NULL, 0, NULL, 0);
+	session_put(s);
+}
+
+static void export_dropped(void *arg)
+{
+	struct export *e = arg;
+
+	e->drops--;
+	export_answer(e);
+	export_unref(e);
+}
+
+/* Deregister @n of @e's MRs off the loop thread; an UNEXPORT of @e waits for them. */
+static void export_drop(struct export *e, struct vmr *const *mrs, unsigned n)
+{
+	e->drops++;
+	export_ref(e);
+	core_drop_then(e->core, mrs, n, NULL, 0, export_dropped, e);
+}
+
 /*
  * The device must stop honouring an export as soon as it is withdrawn, but
  * not under an op still using its MR: the MRs go when the last pin goes,
  * the peers' own with the export's (peers' pending withdrawals pin it).
  * Deregistering unpins every page, so it runs off the loop thread; the
- * UNEXPORT waiting for it is answered once it is done.
+ * UNEXPORT waiting for it is answered once every MR of the export is gone.
  */
 static void release_mr(struct export *e)
 {
-	struct session *s = e->waiter;
 	struct vmr **mrs;
 	unsigned i, n = 0;
 
 	if (!e->dead || e->ops)
 		return;
+	e->released = true;
 	mrs = calloc(e->n_lookers + 1, sizeof(*mrs));
 	for (i = 0; i <= e->n_lookers; i++) {
 		struct vmr **mr = i < e->n_lookers ? &e->lookers[i].mr : &e->xport;
@@ -253,14 +306,13 @@ static void release_mr(struct export *e)
 			vmr_dereg(*mr); /* no memory: here, then */
 		*mr = NULL;
 	}
-	e->waiter = NULL;
-	core_drop_all(e->core, mrs, n, NULL, 0, s, &e->waiter_h);
+	if (n)
+		export_drop(e, mrs, n);
 	free(mrs);
-	if (s)
-		session_put(s);
 	if (e->xregion)
 		region_unref(e->xregion);
 	e->xregion = NULL;
+	export_answer(e);
 }
 
 void export_pin(struct export *e)
@@ -286,10 +338,15 @@ static void remote_unlink(struct core *c, struct remote *rm)
 
 void export_unref(struct export *e)
 {
-	if (!e || --e->refs)
+	if (!e)
 		return;
-	e->dead = true;
-	release_mr(e);
+	if (e->refs == 1) {
+		/* The last reference: its MRs go (their deregistration holds one of its own). */
+		e->dead = true;
+		release_mr(e);
+	}
+	if (--e->refs)
+		return;
 	if (e->remote) {
 		remote_unlink(e->core, e->remote);
 		free(e->remote);
@@ -302,9 +359,12 @@ void export_unref(struct export *e)
 static void export_kill(struct core *c, struct export **pp)
 {
 	struct export *e = *pp;
+	unsigned i;
 
 	*pp = e->next;
 	e->dead = true;
+	for (i = 0; i < e->n_lookers; i++)
+		mr_job_cancel(e->lookers[i].job); /* no peer gets a key to it now */
 	if (e->peer_id)
 		u64map_del(&c->by_peer_id, e->peer_id);
 	if (c->peer_ops)
@@ -341,13 +401,14 @@ static void peer_mr_job_done(struct core_job *cj)
 	if (lk && lk->job == j)
 		lk->job = NULL;
 	/* Withdrawn, or the peer's right taken away, meanwhile: it gets no key. */
-	if (status == 0 && (!lk || e->dead || !e->xport))
+	if ((status == 0 && (!lk || e->dead || !e->xport)) || status == -ECANCELED)
 		status = -RP_ENOEXPORT;
 	if (status == 0 && !lk->mr) {
 		lk->mr = j->mr;
 		j->mr = NULL;
 	}
-	core_drop(e->core, j->mr, NULL, 0); /* failed or unwanted */
+	if (j->mr)
+		export_drop(e, &j->mr, 1); /* unwanted */
 	region_unref(j->r);
 	while ((w = j->waits)) {
 		j->waits = w->next;
@@ -377,7 +438,12 @@ int export_peer_mr_prepare(struct export *e, const char *peer, void (*cb)(void *
 	w->arg = arg;
 	/* One registration per looker: LOOKUPs meanwhile wait for the same one. */
 	j = lk->job;
+	if (j && j->n_waits >= MAX_MR_WAITS) {
+		free(w);
+		return -EAGAIN;
+	}
 	if (j) {
+		j->n_waits++;
 		*j->waits_tail = w;
 		j->waits_tail = &w->next;
 		return EXPORT_LATER;
@@ -390,6 +456,7 @@ int export_peer_mr_prepare(struct export *e, const char *peer, void (*cb)(void *
 	snprintf(j->peer, sizeof(j->peer), "%s", peer);
 	j->waits = w;
 	j->waits_tail = &w->next;
+	j->n_waits = 1;
 	lk->job = j;
 	export_pin(e);
 	core_job_run(&j->job); /* without a thread pool, @cb is called before it returns */
@@ -430,6 +497,7 @@ struct vmr *export_forget_looker(struct export *e, const char *peer)
 
 	if (!lk)
 		return NULL;
+	mr_job_cancel(lk->job);
 	mr = lk->mr;
 	memmove(lk, lk + 1, (size_t)(e->n_lookers - (unsigned)(lk - e->lookers) - 1) * sizeof(*lk));
 	e->n_lookers--;
@@ -438,7 +506,8 @@ struct vmr *export_forget_looker(struct export *e, const char *peer)
 
 void export_mr_drop(struct export *e, struct vmr *mr)
 {
-	core_drop(e->core, mr, NULL, 0);
+	if (mr)
+		export_drop(e, &mr, 1);
 }
 
 int export_publish(struct core *c, struct export *e, const char *peer)
@@ -487,7 +556,7 @@ int export_remove(struct core *c, struct session *s, const struct rp_hdr *h, uin
 		 * nothing writes into the region through this export.
 		 */
 		r = EXPORT_REMOVED;
-		if (e->xport)
+		if (e->xport || e->drops)
 			r = export_wait(e, s, h);
 		export_kill(c, pp);
 		if (r == EXPORT_REMOVED && e->ops)
@@ -512,6 +581,7 @@ void export_remove_region(struct core *c, struct region *r)
 	while (*pp)
 		if ((*pp)->region == r) {
 			(*pp)->dead = true;
+			mr_job_cancel((*pp)->job);
 			*pp = (*pp)->next;
 		} else {
 			pp = &(*pp)->next;

@@ -198,9 +198,9 @@ struct region *region_ref(struct region *r)
 }
 
 struct drop_job {
-	struct core_job job;	/* first */
-	struct session *waiter; /* held: answered once all is gone */
-	struct rp_hdr waiter_h;
+	struct core_job job; /* first */
+	void (*then)(void *arg);
+	void *arg;
 	void *addr;
 	size_t len;
 	unsigned n;
@@ -222,32 +222,29 @@ static void drop_done(struct core_job *cj)
 {
 	struct drop_job *j = (struct drop_job *)cj;
 
-	if (j->waiter) {
-		session_reply(j->waiter, &j->waiter_h, 0, NULL, 0, NULL, 0);
-		session_put(j->waiter);
-	}
+	if (j->then)
+		j->then(j->arg);
 	free(j);
 }
 
-void core_drop_all(struct core *c, struct vmr *const *mrs, unsigned n, void *addr, size_t len,
-		   struct session *waiter, const struct rp_hdr *h)
+void core_drop_then(struct core *c, struct vmr *const *mrs, unsigned n, void *addr, size_t len,
+		    void (*then)(void *arg), void *arg)
 {
-	struct drop_job *j;
+	struct drop_job *j = NULL;
 	unsigned i, some = 0;
 
 	for (i = 0; i < n; i++)
 		some += mrs[i] != NULL;
-	if (!some && !addr && !waiter)
-		return;
-	j = calloc(1, sizeof(*j) + some * sizeof(j->mrs[0]));
+	if (some || addr)
+		j = calloc(1, sizeof(*j) + some * sizeof(j->mrs[0]));
 	if (!j) {
-		/* No memory for the job: here, then. */
+		/* Nothing to drop, or no memory for the job: here, then. */
 		for (i = 0; i < n; i++)
 			vmr_dereg(mrs[i]);
 		if (addr)
 			munmap(addr, len);
-		if (waiter)
-			session_reply(waiter, h, 0, NULL, 0, NULL, 0);
+		if (then)
+			then(arg);
 		return;
 	}
 	j->job.core = c;
@@ -258,32 +255,49 @@ void core_drop_all(struct core *c, struct vmr *const *mrs, unsigned n, void *add
 			j->mrs[j->n++] = mrs[i];
 	j->addr = addr;
 	j->len = len;
-	if (waiter) {
-		session_hold(waiter);
-		j->waiter = waiter;
-		j->waiter_h = *h;
-	}
+	j->then = then;
+	j->arg = arg;
 	core_job_run(&j->job);
 }
 
 void core_drop(struct core *c, struct vmr *mr, void *addr, size_t len)
 {
-	core_drop_all(c, &mr, 1, addr, len, NULL, NULL);
+	core_drop_then(c, &mr, 1, addr, len, NULL, NULL);
+}
+
+/* Its pages are unpinned and unmapped: the limits are the user's again. */
+static void region_gone(void *arg)
+{
+	struct region *r = arg;
+	struct core *c = r->core;
+	struct session *s = r->waiter;
+
+	charge(c, r->acct, r->len, false);
+	acct_put(c, r->acct);
+	if (s) {
+		session_reply(s, &r->waiter_h, 0, NULL, 0, NULL, 0);
+		session_put(s);
+	}
+	free(r);
 }
 
 void region_unref(struct region *r)
 {
-	struct core *c;
-
 	if (!r || --r->refs)
 		return;
-	c = r->core;
-	/*
-	 * Nothing refers to it: the limits are the user's again at once, while
-	 * the pages are unpinned and unmapped off the loop thread.
-	 */
-	core_drop(c, r->xport, r->addr, (size_t)r->len);
-	charge(c, r->acct, r->len, false);
-	acct_put(c, r->acct);
-	free(r);
+	/* Nothing refers to it: its pages are unpinned and unmapped off the loop thread. */
+	core_drop_then(r->core, &r->xport, 1, r->addr, (size_t)r->len, region_gone, r);
+}
+
+int region_free(struct region *r, struct session *s, const struct rp_hdr *h)
+{
+	if (r->refs > 1) {
+		region_unref(r); /* operations still hold it: it goes after them */
+		return 0;
+	}
+	session_hold(s);
+	r->waiter = s;
+	r->waiter_h = *h;
+	region_unref(r);
+	return REGION_LATER;
 }

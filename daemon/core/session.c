@@ -180,7 +180,8 @@ static int handle_region_free(struct session *s, const struct rp_hdr *h, const s
 		return session_reply(s, h, -RP_EBADHANDLE, NULL, 0, NULL, 0);
 	export_remove_region(s->core, r);
 	r->s = NULL;
-	region_unref(r);
+	if (region_free(r, s, h) == REGION_LATER)
+		return 0;
 	return session_reply(s, h, 0, NULL, 0, NULL, 0);
 }
 

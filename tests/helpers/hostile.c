@@ -44,6 +44,8 @@
  *                            THIS (its LOOKUP makes this daemon register an
  *                            MR of it for that peer: 4 opens at once, the
  *                            others answered like the one counted);
+ *                            6 more EXPORTs of it sent at once (those beyond
+ *                            4 registering are answered -EBUSY), withdrawn;
  *                            then withdraw it (answered once its MRs are
  *                            gone) and free it; until each is answered (the
  *                            free: until Shmem in /proc/meminfo shows its
@@ -79,6 +81,7 @@
 
 #define HUGE (2u << 20)
 #define BIGEXPORT_OPENS 4
+#define PIPELINED_EXPORTS 6
 
 static struct rp_client *connect_or_die(void)
 {
@@ -562,6 +565,41 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/*
+ * More EXPORTs of @x's region than a connection may have registering at
+ * once, sent together (a client of the library has one request out at a
+ * time): the ones beyond are answered -EBUSY. Then they are withdrawn.
+ */
+static int pipelined_exports(int raw, const struct rp_export_acl_req *x)
+{
+	struct rp_export_acl_req y = *x;
+	struct rp_export_req u = { .region = x->x.region };
+	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
+	int i, st, ok = 0, busy = 0, other = 0;
+
+	for (i = 0; i < PIPELINED_EXPORTS; i++) {
+		snprintf(y.x.name, sizeof(y.x.name), "bigexport.%d", i);
+		if (raw_send(raw, RP_MSG_EXPORT_ACL, &y, sizeof(y), -1) < 0)
+			return -1;
+	}
+	for (i = 0; i < PIPELINED_EXPORTS; i++) {
+		if (recv(raw, buf, sizeof(buf), 0) < (ssize_t)sizeof(struct rp_hdr))
+			return -1;
+		st = ((struct rp_hdr *)buf)->status;
+		ok += st == 0;
+		busy += st == -EBUSY;
+		other += st && st != -EBUSY;
+	}
+	printf("pipelined_exports=%d ok=%d busy=%d other=%d\n", PIPELINED_EXPORTS, ok, busy, other);
+	for (i = 0; i < PIPELINED_EXPORTS; i++) {
+		snprintf(u.name, sizeof(u.name), "bigexport.%d", i);
+		if (raw_send(raw, RP_MSG_UNEXPORT, &u, sizeof(u), -1) < 0 ||
+		    recv(raw, buf, sizeof(buf), 0) < (ssize_t)sizeof(struct rp_hdr))
+			return -1;
+	}
+	return 0;
+}
+
 /* A raw connection with a sparse region of @mb MiB exported as "bigexport" (to @that). */
 /* Shmem in /proc/meminfo, in KiB (0: unknown). */
 static long shmem_kb(void)
@@ -616,6 +654,8 @@ static int bigexport(long mb, const char *bsock, const char *this, const char *t
 	during = write_until_answer(raw, c, src, rm, &status, NULL, 0);
 	printf("export_status=%d\nwrites_during_export=%ld\nexport_ms=%.1f\n", status, during,
 	       now_ms() - t);
+	if (!quit && pipelined_exports(raw, &x) < 0)
+		return 1;
 	if (bsock) {
 		int more[BIGEXPORT_OPENS - 1], i, ok = 0;
 

@@ -309,7 +309,16 @@ static void test_jobs(struct th_session *ts)
 	       "then its REGION_REG is answered");
 	id = ((const struct rp_id *)th_reply_body(ts))->id;
 	tap_ok(idtab_get(&ts->s.regions, id) && !fd_open(fd), "with a region; the fd is closed");
-	th_region_free(ts, id);
+	/* Unmapping it (and deregistering its MR) is a job too. */
+	before = ts->n_replies;
+	th_request(ts, RP_MSG_REGION_FREE, &(struct rp_id){ .id = id }, sizeof(struct rp_id), -1);
+	tap_ok(ts->n_replies == before && t.n_jobs == 1 && t.core->n_regions == 1 &&
+		       ts->s.acct->bytes == 2 * PAGE,
+	       "REGION_FREE: not answered, and still charged, while it is unmapped");
+	tap_is_int(th_jobs_run(&t, 1), 1, "its job runs");
+	tap_ok(ts->n_replies == before + 1 && th_reply(ts)->status == 0 && t.core->n_regions == 0 &&
+		       ts->s.acct->bytes == 0,
+	       "then it is answered, and its bytes are the user's again");
 
 	gone = th_session_new(&t, 1000, 1000);
 	th_hello(gone);
@@ -320,7 +329,7 @@ static void test_jobs(struct th_session *ts)
 	tap_is_int(t.n_freed, freed,
 		   "a client gone while its region is mapped: its session is kept");
 	tap_is_int(t.core->n_regions, 1, "and the bytes stay charged");
-	/* The registration, then the unmappings that follow (also of the first region). */
+	/* The registration, then the unmapping it leaves. */
 	while (th_jobs_run(&t, 1))
 		;
 	tap_ok(t.n_freed == freed + 1 && t.dead_sends == 0,

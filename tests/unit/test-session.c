@@ -458,20 +458,6 @@ static void test_unexport_draining(struct th_session *ts)
 		       th_reply(ts)->seq == ts->seq,
 	       "the answer comes when the peer let go");
 
-	/* Its MRs are deregistered off the loop thread: the answer waits for that too. */
-	th_export(ts, r, RP_ACCESS_REMOTE_WRITE, "drain");
-	th_defer_jobs(&t, true);
-	before = ts->n_replies;
-	th_request(ts, RP_MSG_UNEXPORT, &(struct rp_export_req){ .region = r, .name = "drain" },
-		   sizeof(struct rp_export_req), -1);
-	th_gone_release(&t);
-	tap_ok(ts->n_replies == before && t.n_jobs == 1,
-	       "with jobs run later: the peer let go, the MRs are still going");
-	tap_is_int(th_jobs_run(&t, 1), 1, "their job runs");
-	tap_ok(ts->n_replies == before + 1 && th_reply(ts)->status == 0 &&
-		       th_reply(ts)->seq == ts->seq,
-	       "then the UNEXPORT is answered");
-	th_defer_jobs(&t, false);
 	t.pin_gone = false;
 	th_region_free(ts, r);
 }

@@ -13,7 +13,8 @@
 # (a SEND into one fails with -EFAULT); exporting 512 MiB and a peer's first
 # LOOKUP of it register their MRs off the loop, withdrawing it deregisters
 # them off the loop (another client's writes go on), also when the exporter
-# leaves meanwhile; a withdrawn export fails later writes with
+# leaves meanwhile; a connection has at most 4 EXPORTs registering at once; a
+# withdrawn export fails later writes with
 # RP_EUNEXPORTED while the link stays up and co-tenants are untouched; one
 # made while the link is briefly down reaches the importer on the next link;
 # one the importer could not hear of in time makes the device refuse a
@@ -209,27 +210,33 @@ one_guest() {
 		for _ in 1 2 3 4 5; do n=$((n + 1)); echo "ok $n # SKIP no huge pages in this guest"; done
 	fi
 
-	# Registering an MR pins every page of its region, deregistering it
-	# unpins them, unmapping a region frees them: tens to hundreds of
-	# milliseconds for 512 MiB in this guest. A does all three off its loop
-	# thread (its own MR of an export, the MR B gets at its first LOOKUP,
-	# the region's), so a local client of A keeps writing meanwhile. On the
-	# loop it got 1 (export), 1-6 (open: B's part comes first), 2-8
-	# (withdrawal: so does B's confirmation) and 1 (free) writes; off it,
-	# 17-33, 16-40, 25-59 and 145-148.
+	# Registering an MR pins every page of its region, unmapping a region
+	# frees them: tens and hundreds of milliseconds for 512 MiB in this
+	# guest. A does both off its loop thread (its own MR of an export, the
+	# MR B gets at its first LOOKUP, the region's teardown), so a local
+	# client of A keeps writing meanwhile. On the loop it got 1-2 (export)
+	# and 1 (free) writes in 10 runs; off it, 17-53 and 145-597. (B's
+	# LOOKUP gave 1-6 on the loop and 7-40 off it, a withdrawal 2-8 and
+	# 5-65: B's daemon and the deregistering threads take the writer's CPU,
+	# so neither is a test.)
 	RDMAPROXY_SOCKET="$D/A.sock" "$B/tests/helpers/hostile" bigexport 512 "$D/B.sock" A B \
 		>"$D/bx.out" 2>&1
 	for w in export:during_export:6:"exporting 512 MiB registers its MR" \
-		open:during_open:10:"4 opens of it at once from B (all answered alike) register B's MR" \
-		unexport:during_unexport:12:"withdrawing it deregisters both" \
 		free:until_freed:30:"freeing it unpins and unmaps it"; do
 		IFS=: read -r what key least text <<<"$w"
 		got=$(sed -n "s/^writes_$key=//p" "$D/bx.out")
-		grep -q "^${what}_status=0$" "$D/bx.out" && [ "${got:-0}" -ge "$least" ] &&
-			{ [ "$what" != open ] || grep -q '^opens_alike=4 of 4$' "$D/bx.out"; }
+		grep -q "^${what}_status=0$" "$D/bx.out" && [ "${got:-0}" -ge "$least" ]
 		ok $? "$text off A's loop: another client's writes go on (${got:-?}, at least $least)" ||
 			diag "$D/bx.out"
 	done
+	grep -q '^open_status=0$' "$D/bx.out" && grep -q '^opens_alike=4 of 4$' "$D/bx.out"
+	ok $? "4 opens of it at once from B, waiting for one registration of B's MR, all succeed" ||
+		diag "$D/bx.out"
+	# A raw client that pipelines EXPORTs has at most 4 registering at once.
+	read -r pok pbusy <<<"$(sed -n 's/^pipelined_exports=6 ok=\([0-9]*\) busy=\([0-9]*\) other=0$/\1 \2/p' "$D/bx.out")"
+	[ "${pok:-0}" -ge 4 ] && [ "${pbusy:-0}" -ge 1 ] && [ $((pok + pbusy)) -eq 6 ]
+	ok $? "6 EXPORTs sent at once: 4 register, the others are answered -EBUSY ($(grep '^pipelined' "$D/bx.out"))" ||
+		diag "$D/bx.out"
 	# The exporter leaves while its export's MR is being registered, and
 	# again while B's is: nothing crashes, no MR is left behind.
 	RDMAPROXY_SOCKET="$D/A.sock" "$B/tests/helpers/hostile" bigexport 256 "$D/B.sock" A B quit \
