@@ -138,7 +138,9 @@ _Static_assert(sizeof(struct rp_id) == 8, "rp_id");
  * is registered (other requests may be answered meanwhile); a connection
  * with 4 such EXPORTs outstanding is answered -EBUSY. UNEXPORT is answered
  * once no MR of the export is registered any more, REGION_FREE once the
- * daemon has unmapped the region (unless operations still hold it).
+ * daemon has unmapped the region, unless something still holds it then
+ * (operations, an EXPORT of it being registered, an export of it that
+ * peers have not let go of yet): it is unmapped after them.
  */
 struct rp_export_req {
 	uint32_t region;

@@ -127,6 +127,11 @@ static void unlink_adding(struct core *c, struct export *e)
 		}
 }
 
+static void unref_region(void *arg)
+{
+	region_unref(arg);
+}
+
 /* The export's MR is there, or not: it goes public, or it goes. */
 static void export_job_done(struct core_job *cj)
 {
@@ -151,8 +156,8 @@ static void export_job_done(struct core_job *cj)
 		if (!j->s->dead)
 			log_debug("client %u: export '%s' failed: %s", j->s->id, e->name,
 				  rp_strerror(status));
-		core_drop(c, j->mr, NULL, 0);
-		region_unref(j->r);
+		/* The region stays until the MR that pinned it is gone. */
+		core_drop_then(c, &j->mr, 1, NULL, 0, unref_region, j->r);
 		e->dead = true;
 		export_unref(e); /* the name table's reference */
 	}
@@ -252,12 +257,21 @@ struct export *export_ref(struct export *e)
 	return e;
 }
 
-/* The UNEXPORT waiting for @e: answered once its MRs are given up and deregistered. */
-static void export_answer(struct export *e)
+/*
+ * Once @e's MRs are given up and none is still being deregistered, its
+ * region may go (the MRs pinned its pages) and the UNEXPORT waiting for
+ * it is answered.
+ */
+static void export_settle(struct export *e)
 {
 	struct session *s = e->waiter;
 
-	if (!s || !e->released || e->drops)
+	if (!e->released || e->drops)
+		return;
+	if (e->xregion)
+		region_unref(e->xregion);
+	e->xregion = NULL;
+	if (!s)
 		return;
 	e->waiter = NULL;
 	session_reply(s, &e->waiter_h, 0, NULL, 0, NULL, 0);
@@ -269,7 +283,7 @@ static void export_dropped(void *arg)
 	struct export *e = arg;
 
 	e->drops--;
-	export_answer(e);
+	export_settle(e);
 	export_unref(e);
 }
 
@@ -309,10 +323,7 @@ static void release_mr(struct export *e)
 	if (n)
 		export_drop(e, mrs, n);
 	free(mrs);
-	if (e->xregion)
-		region_unref(e->xregion);
-	e->xregion = NULL;
-	export_answer(e);
+	export_settle(e);
 }
 
 void export_pin(struct export *e)
@@ -408,7 +419,8 @@ static void peer_mr_job_done(struct core_job *cj)
 		j->mr = NULL;
 	}
 	if (j->mr)
-		export_drop(e, &j->mr, 1); /* unwanted */
+		export_drop(e, &j->mr,
+			    1); /* unwanted (the export's region stays until it is gone) */
 	region_unref(j->r);
 	while ((w = j->waits)) {
 		j->waits = w->next;

@@ -169,24 +169,32 @@ int region_job_done(struct region_job *j, struct region **ret)
 
 	if (!err && j->s->dead)
 		err = -ECONNRESET; /* its client left meanwhile */
-	if (!err) {
+	if (!err || j->addr)
 		r = calloc(1, sizeof(*r));
-		err = r ? 0 : -ENOMEM;
-	}
-	if (err) {
-		core_drop(c, j->mr, j->addr, (size_t)j->len);
+	if (!err && !r)
+		err = -ENOMEM;
+	if (err && !r) {
+		/* Nothing mapped, or no memory: undone here. */
+		vmr_dereg(j->mr);
+		if (j->addr)
+			munmap(j->addr, (size_t)j->len);
 		charge(c, j->acct, j->len, false);
 		acct_put(c, j->acct);
 		return err;
 	}
 	r->refs = 1;
 	r->core = c;
-	r->s = j->s;
 	r->addr = j->addr;
 	r->len = j->len;
 	r->xport = j->mr;
 	r->huge = j->huge;
 	r->acct = j->acct; /* the job's reference is the region's now */
+	if (err) {
+		/* Mapped for nobody: unmapped off the loop, charged until then. */
+		region_unref(r);
+		return err;
+	}
+	r->s = j->s;
 	*ret = r;
 	return 0;
 }
