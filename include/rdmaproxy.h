@@ -196,6 +196,8 @@ RP_EXPORT int rp_region_alloc(struct rp_client *c, size_t len, unsigned flags,
 /*
  * Release a region. The daemon keeps it registered until operations using
  * it finish; its exports are withdrawn. Local mapping is removed now.
+ * Otherwise it returns once the daemon has deregistered and unmapped it
+ * (its bytes count against the user's limits until then).
  * Returns 0, -EINVAL, or -RP_EDAEMON (the handle is freed regardless).
  */
 RP_EXPORT int rp_region_free(struct rp_region *r);
@@ -206,7 +208,8 @@ RP_EXPORT size_t rp_region_len(const struct rp_region *r);
  * Publish @r under @name (1..RP_NAME_LEN characters from [A-Za-z0-9._-]) on
  * this node with @access (RP_ACCESS_REMOTE_READ and/or _WRITE). Only clients
  * of this user and of root on this node may open it: see
- * rp_region_export_acl() to let others in.
+ * rp_region_export_acl() to let others in. With an RDMA device it returns
+ * once the daemon has registered the region for remote access.
  * Returns 0; -EINVAL, -EEXIST (name taken), -RP_ELIMIT_EXPORTS, -RP_EDAEMON.
  */
 RP_EXPORT int rp_region_export(struct rp_region *r, const char *name, unsigned access);
