@@ -76,12 +76,11 @@ struct core_job {
 
 void core_job_run(struct core_job *j);
 /*
- * Deregister @mr and unmap @len bytes at @addr (either may be NULL) off the
- * loop thread: for a large region each takes milliseconds (unpinning every
- * page, freeing them).
+ * Deregister @n MRs of @mrs (NULLs skipped) and unmap @len bytes at @addr
+ * (NULL: none) off the loop thread, then @then(@arg) on the loop (NULL:
+ * nothing; at once when there is nothing to drop). For a large region each
+ * takes milliseconds (unpinning every page, freeing them).
  */
-void core_drop(struct core *c, struct vmr *mr, void *addr, size_t len);
-/* The same for @n MRs (NULLs skipped); then @then(@arg) on the loop (NULL: nothing). */
 void core_drop_then(struct core *c, struct vmr *const *mrs, unsigned n, void *addr, size_t len,
 		    void (*then)(void *arg), void *arg);
 

@@ -145,7 +145,7 @@ static void export_job_done(struct core_job *cj)
 	/* Killed meanwhile (its region freed, its client gone): it is unlinked already. */
 	if (e->dead)
 		status = -RP_EBADHANDLE;
-	if (!e->dead)
+	else
 		unlink_adding(c, e);
 	if (status == 0) {
 		e->xport = j->mr;
@@ -314,10 +314,10 @@ static void release_mr(struct export *e)
 	for (i = 0; i <= e->n_lookers; i++) {
 		struct vmr **mr = i < e->n_lookers ? &e->lookers[i].mr : &e->xport;
 
-		if (mrs)
+		if (*mr && mrs)
 			mrs[n++] = *mr;
 		else
-			vmr_dereg(*mr); /* no memory: here, then */
+			vmr_dereg(*mr); /* none, or no memory for the job: here, then */
 		*mr = NULL;
 	}
 	if (n)
@@ -418,9 +418,9 @@ static void peer_mr_job_done(struct core_job *cj)
 		lk->mr = j->mr;
 		j->mr = NULL;
 	}
+	/* Unwanted: it goes (and the export's region stays until it is gone). */
 	if (j->mr)
-		export_drop(e, &j->mr,
-			    1); /* unwanted (the export's region stays until it is gone) */
+		export_drop(e, &j->mr, 1);
 	region_unref(j->r);
 	while ((w = j->waits)) {
 		j->waits = w->next;

@@ -268,11 +268,6 @@ void core_drop_then(struct core *c, struct vmr *const *mrs, unsigned n, void *ad
 	core_job_run(&j->job);
 }
 
-void core_drop(struct core *c, struct vmr *mr, void *addr, size_t len)
-{
-	core_drop_then(c, &mr, 1, addr, len, NULL, NULL);
-}
-
 /* Its pages are unpinned and unmapped: the limits are the user's again. */
 static void region_gone(void *arg)
 {

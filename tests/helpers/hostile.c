@@ -493,6 +493,17 @@ static struct rp_client *writer(const char *name, struct rp_region **src, struct
 	return c;
 }
 
+/* One 4 KiB write of @src to @rm: *@done counts those that succeeded. 0, or -1 (failed). */
+static int write_one(struct rp_client *c, struct rp_region *src, struct rp_remote *rm, long *done)
+{
+	struct rp_completion cp;
+
+	if (rp_write(c, src, 0, rm, 0, 4096, (uint64_t)*done, 0) < 0 || wait_one(c, &cp) < 0)
+		return -1;
+	*done += cp.status == 0;
+	return 0;
+}
+
 /*
  * Until raw connection @raw has an answer, keep @c writing 4 KiB (the daemon
  * must keep moving): how many writes completed. *@status: the answer's,
@@ -503,16 +514,11 @@ static long write_until_answer(int raw, struct rp_client *c, struct rp_region *s
 {
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
 	struct pollfd p = { .fd = raw, .events = POLLIN };
-	struct rp_completion cp;
 	long during = 0;
 	ssize_t n;
 
-	while (poll(&p, 1, 0) == 0) {
-		if (rp_write(c, src, 0, rm, 0, 4096, (uint64_t)during, 0) < 0 ||
-		    wait_one(c, &cp) < 0)
-			break;
-		during += cp.status == 0;
-	}
+	while (poll(&p, 1, 0) == 0 && write_one(c, src, rm, &during) == 0)
+		;
 	n = recv(raw, buf, sizeof(buf), 0);
 	*status = n >= (ssize_t)sizeof(struct rp_hdr) ? ((struct rp_hdr *)buf)->status : -EPIPE;
 	if (body && n >= (ssize_t)(sizeof(struct rp_hdr) + len))
@@ -623,9 +629,9 @@ static int bigexport(long mb, const char *bsock, const char *this, const char *t
 	struct rp_client *c = writer("bigexport-dst", &src, &rm);
 	struct rp_export_acl_req x = { .x.access = RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE };
 	struct rp_name_req o = { 0 };
-	struct rp_completion cp;
 	int raw = raw_hello_at(getenv("RDMAPROXY_SOCKET"), RP_PROTO_VERSION_ACL), braw, status;
 	long during, shmem;
+	bool freed;
 	double t;
 
 	if (raw < 0)
@@ -712,13 +718,11 @@ static int bigexport(long mb, const char *bsock, const char *this, const char *t
 		if (raw_send(raw, RP_MSG_REGION_FREE, &f, sizeof(f), -1) < 0)
 			return 1;
 		during = write_until_answer(raw, c, src, rm, &status, NULL, 0);
-		while (shmem - shmem_kb() < mb * 1024 / 2 && now_ms() - t < 60000) {
-			if (rp_write(c, src, 0, rm, 0, 4096, 0, 0) < 0 || wait_one(c, &cp) < 0)
-				break;
-			during += cp.status == 0;
-		}
+		while (!(freed = shmem - shmem_kb() >= mb * 1024 / 2) && now_ms() - t < 60000 &&
+		       write_one(c, src, rm, &during) == 0)
+			;
 		printf("free_status=%d\nwrites_until_freed=%ld\nfreed_ms=%.1f\n", status,
-		       shmem - shmem_kb() < mb * 1024 / 2 ? -1 : during, now_ms() - t);
+		       freed ? during : -1, now_ms() - t);
 	}
 	if (raw >= 0)
 		close(raw);
