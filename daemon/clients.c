@@ -141,9 +141,10 @@ static void on_work(uv_work_t *req)
 static void on_work_done(uv_work_t *req, int status)
 {
 	struct offload *o = req->data;
+	struct core_job *j = o->job;
 
-	o->job->done(o->job);
 	free(o);
+	core_job_done(j);
 }
 
 static void offload(struct core_job *j)
@@ -160,7 +161,7 @@ static void offload(struct core_job *j)
 	}
 	/* No way to hand it over: do it here rather than fail it. */
 	j->work(j);
-	j->done(j);
+	core_job_done(j);
 }
 
 static const struct core_glue_ops glue_ops = {

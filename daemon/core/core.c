@@ -165,20 +165,90 @@ int core_new(const struct config *cfg, const struct core_glue_ops *glue, struct 
 	c->glue = glue;
 	c->next_id = 1;
 	c->wire_transport = RP_WIRE_TRANSPORT_TCP;
+	c->jobs_turn_tail = &c->jobs_turn;
 	*ret = c;
 	return 0;
 }
 
-void core_job_run(struct core_job *j)
-{
-	const struct core_glue_ops *g = j->core->glue;
+/*
+ * Jobs handed to the glue at once, and of them one user's: libuv's thread
+ * pool has 4 threads (UV_THREADPOOL_SIZE), and one of them stays free for
+ * the other users while one user has work queued.
+ */
+#define JOBS_MAX 4u
+#define JOBS_USER_MAX 3u
 
-	if (g->offload) {
-		g->offload(j);
-	} else {
-		j->work(j);
-		j->done(j);
+/* @a has a job waiting that it may start: it takes its turn after those in line. */
+static void jobs_line_up(struct core *c, struct uid_acct *a)
+{
+	if (a->jobs_turn || !a->jobs || a->jobs_running >= JOBS_USER_MAX)
+		return;
+	a->jobs_turn = true;
+	a->jobs_next = NULL;
+	*c->jobs_turn_tail = a;
+	c->jobs_turn_tail = &a->jobs_next;
+}
+
+/* Hand the glue the next job of each user in turn while there is room. */
+static void jobs_start(struct core *c)
+{
+	/* A job the glue runs at once ends inside this loop: its done() may queue more. */
+	if (c->jobs_starting)
+		return;
+	c->jobs_starting = true;
+	while (c->jobs_running < JOBS_MAX && c->jobs_turn) {
+		struct uid_acct *a = c->jobs_turn;
+		struct core_job *j = a->jobs;
+
+		c->jobs_turn = a->jobs_next;
+		if (!c->jobs_turn)
+			c->jobs_turn_tail = &c->jobs_turn;
+		a->jobs_turn = false;
+		a->jobs = j->next;
+		if (!a->jobs)
+			a->jobs_tail = &a->jobs;
+		a->jobs_running++;
+		c->jobs_running++;
+		jobs_line_up(c, a); /* its next one, after the others' */
+		if (c->glue->offload) {
+			c->glue->offload(j);
+		} else {
+			j->work(j);
+			core_job_done(j);
+		}
 	}
+	c->jobs_starting = false;
+}
+
+void core_job_run(struct core_job *j, struct uid_acct *acct)
+{
+	struct core *c = j->core;
+	struct uid_acct *a = acct ? acct : &c->own_jobs;
+
+	if (acct)
+		acct->refs++;
+	j->acct = a;
+	j->next = NULL;
+	if (!a->jobs_tail)
+		a->jobs_tail = &a->jobs;
+	*a->jobs_tail = j;
+	a->jobs_tail = &j->next;
+	jobs_line_up(c, a);
+	jobs_start(c);
+}
+
+void core_job_done(struct core_job *j)
+{
+	struct core *c = j->core;
+	struct uid_acct *a = j->acct;
+
+	a->jobs_running--;
+	c->jobs_running--;
+	jobs_line_up(c, a);
+	j->done(j); /* frees @j */
+	if (a != &c->own_jobs)
+		acct_put(c, a);
+	jobs_start(c);
 }
 
 struct core *core_free(struct core *c)

@@ -56,7 +56,7 @@ struct core_glue_ops {
 	/* The glue released @s and no operation refers to it any more: free it. */
 	void (*free)(struct session *s);
 	/*
-	 * Run @j->work(@j) off the loop thread, then @j->done(@j) on it. NULL:
+	 * Run @j->work(@j) off the loop thread, then core_job_done(@j) on it. NULL:
 	 * both run at once, in the caller (tests).
 	 */
 	void (*offload)(struct core_job *j);
@@ -65,24 +65,38 @@ struct core_glue_ops {
 /*
  * Work that can take milliseconds (mapping, pre-faulting, registering an
  * MR): work() touches no core state, so it runs off the loop thread; done()
- * takes its result in on the loop and frees the job. core_job_run() hands
- * it to the glue.
+ * takes its result in on the loop and frees the job.
+ *
+ * core_job_run() queues it for the user it is done for (@acct: the owner of
+ * the region or export; NULL: the daemon's own) and hands the glue at most
+ * JOBS_MAX at once, at most JOBS_USER_MAX of one user's, taking the users in
+ * turn (core.c). libuv's thread pool, which runs them, takes its work first
+ * come, first served: without this a user who queued a hundred
+ * registrations of large regions (each pinning and registering hundreds of
+ * MiB for tens of milliseconds) made every other user's next registration,
+ * export or unmapping wait for all of them. Each user's jobs still run in
+ * the order they were queued.
  */
 struct core_job {
 	struct core *core;
 	void (*work)(struct core_job *j);
 	void (*done)(struct core_job *j);
+	struct uid_acct *acct; /* core_job_run(): its queue (held) */
+	struct core_job *next; /* in it */
 };
 
-void core_job_run(struct core_job *j);
+void core_job_run(struct core_job *j, struct uid_acct *acct);
+/* The glue: @j's work() has run (off the loop thread); now, on the loop, its done(). */
+void core_job_done(struct core_job *j);
 /*
  * Deregister @n MRs of @mrs (NULLs skipped) and unmap @len bytes at @addr
  * (NULL: none) off the loop thread, then @then(@arg) on the loop (NULL:
- * nothing; at once when there is nothing to drop). For a large region each
- * takes milliseconds (unpinning every page, freeing them).
+ * nothing; at once when there is nothing to drop), as a job of @acct's
+ * (core_job_run()). For a large region each takes milliseconds (unpinning
+ * every page, freeing them).
  */
-void core_drop_then(struct core *c, struct vmr *const *mrs, unsigned n, void *addr, size_t len,
-		    void (*then)(void *arg), void *arg);
+void core_drop_then(struct core *c, struct uid_acct *acct, struct vmr *const *mrs, unsigned n,
+		    void *addr, size_t len, void (*then)(void *arg), void *arg);
 
 struct core_peer_ops {
 	/* Is @peer a configured peer? 0 or -RP_EPEERUNKNOWN. */
@@ -115,6 +129,11 @@ struct uid_acct {
 	unsigned endpoints; /* bound (bounded by max_regions, as exports are) */
 	unsigned inflight;
 	uint64_t bytes;
+	/* Its jobs (core_job_run()): waiting, in order; handed to the glue, not done yet. */
+	struct core_job *jobs, **jobs_tail;
+	unsigned jobs_running;
+	struct uid_acct *jobs_next; /* in core->jobs_turn while it has one waiting it may start */
+	bool jobs_turn;		    /* it is in core->jobs_turn */
 };
 
 /* A small id -> pointer table; ids are index + 1 so 0 is never valid. */
@@ -207,6 +226,11 @@ struct core {
 	unsigned n_sessions;
 	uint32_t next_id;
 	struct uid_acct *accts;
+	/* Jobs (core_job_run()): the daemon's own queue, whose turn is next, how many run. */
+	struct uid_acct own_jobs;
+	struct uid_acct *jobs_turn, **jobs_turn_tail;
+	unsigned jobs_running;
+	bool jobs_starting;
 	struct export *exports;
 	struct export *exports_adding; /* their MRs being registered: names taken, not visible */
 	struct u64map by_peer_id;      /* exports looked up by peers, by the id they were given */

@@ -157,7 +157,7 @@ static void export_job_done(struct core_job *cj)
 			log_debug("client %u: export '%s' failed: %s", j->s->id, e->name,
 				  rp_strerror(status));
 		/* The region stays until the MR that pinned it is gone. */
-		core_drop_then(c, &j->mr, 1, NULL, 0, unref_region, j->r);
+		core_drop_then(c, j->r->acct, &j->mr, 1, NULL, 0, unref_region, j->r);
 		e->dead = true;
 		export_unref(e); /* the name table's reference */
 	}
@@ -225,7 +225,7 @@ int export_add(struct session *s, const struct rp_hdr *h, struct region *r, cons
 	e->job = j;
 	e->next = c->exports_adding;
 	c->exports_adding = e;
-	core_job_run(&j->job);
+	core_job_run(&j->job, j->r->acct);
 	return EXPORT_LATER;
 }
 
@@ -290,9 +290,11 @@ static void export_dropped(void *arg)
 /* Deregister @n of @e's MRs off the loop thread; an UNEXPORT of @e waits for them. */
 static void export_drop(struct export *e, struct vmr *const *mrs, unsigned n)
 {
+	struct region *r = e->xregion ? e->xregion : e->region;
+
 	e->drops++;
 	export_ref(e);
-	core_drop_then(e->core, mrs, n, NULL, 0, export_dropped, e);
+	core_drop_then(e->core, r ? r->acct : NULL, mrs, n, NULL, 0, export_dropped, e);
 }
 
 /*
@@ -471,7 +473,8 @@ int export_peer_mr_prepare(struct export *e, const char *peer, void (*cb)(void *
 	j->n_waits = 1;
 	lk->job = j;
 	export_pin(e);
-	core_job_run(&j->job); /* without a thread pool, @cb is called before it returns */
+	core_job_run(&j->job,
+		     j->r->acct); /* without a thread pool, @cb is called before it returns */
 	return EXPORT_LATER;
 }
 

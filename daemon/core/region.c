@@ -127,6 +127,56 @@ int region_job_new(struct session *s, const struct rp_hdr *h, int fd, uint64_t l
 	return 0;
 }
 
+/*
+ * Populating a mapping holds the daemon's mmap lock (shared) all along, and
+ * every mmap(), munmap() and heap growth in the daemon waits for it: one
+ * MAP_POPULATE of a large region (a 1 GiB one: hundreds of milliseconds)
+ * held up other users' registrations and unmappings, and a new client's
+ * HELLO (its rings are mapped on the loop thread), for as long as it ran.
+ * Populated a piece at a time, the lock is free between pieces.
+ */
+#define POPULATE_PIECE (4u << 20)
+
+/* Prefault @len bytes at @addr writable (as MAP_POPULATE would), a piece at a time. */
+static void populate(void *addr, size_t len, int fd, bool huge)
+{
+	size_t piece = POPULATE_PIECE, off, n;
+	struct stat st;
+
+	/* hugetlbfs: whole huge pages (the region's length is a multiple of them). */
+	if (huge && fstat(fd, &st) == 0 && (size_t)st.st_blksize > piece)
+		piece = (size_t)st.st_blksize;
+	for (off = 0; off < len; off += n) {
+		n = len - off < piece ? len - off : piece;
+		/* Like MAP_POPULATE, a page that cannot be had now is not an error here. */
+		if (madvise((char *)addr + off, n, MADV_POPULATE_WRITE) < 0 && errno == EINVAL) {
+			/* Before Linux 5.14: all at once, as before. */
+			mmap(addr, len, PROT_READ | PROT_WRITE,
+			     MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0);
+			return;
+		}
+	}
+}
+
+/*
+ * Unmap @len bytes at @addr a piece at a time: munmap() holds the mmap lock
+ * (exclusive) while it frees the pages, a second or so for 512 MiB in the
+ * test guest (see populate()).
+ */
+static void unmap(void *addr, size_t len)
+{
+	size_t off, n;
+
+	for (off = 0; off < len; off += n) {
+		n = len - off < POPULATE_PIECE ? len - off : POPULATE_PIECE;
+		/* hugetlbfs pages larger than a piece: the rest at once. */
+		if (munmap((char *)addr + off, n) < 0) {
+			munmap((char *)addr + off, len - off);
+			return;
+		}
+	}
+}
+
 void region_job_work(struct core_job *cj)
 {
 	struct region_job *j = (struct region_job *)cj;
@@ -137,12 +187,15 @@ void region_job_work(struct core_job *cj)
 	 * Populate now: page-table setup belongs to registration, not to the
 	 * first op. The mapping keeps the memory: the fd is never kept.
 	 */
-	addr = mmap(NULL, (size_t)j->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, j->fd,
-		    0);
+	addr = mmap(NULL, (size_t)j->len, PROT_READ | PROT_WRITE, MAP_SHARED, j->fd, 0);
+	if (addr != MAP_FAILED)
+		populate(addr, (size_t)j->len, j->fd, j->huge);
+	else
+		err = -errno;
 	close(j->fd);
 	j->fd = -1;
-	if (addr == MAP_FAILED) {
-		j->status = -errno;
+	if (err) {
+		j->status = err;
 		return;
 	}
 	/*
@@ -154,7 +207,7 @@ void region_job_work(struct core_job *cj)
 		err = vmr_reg(j->vlocal, addr, j->len,
 			      VMR_LOCAL_WRITE | (j->huge ? VMR_MAY_FAULT : 0), &j->mr);
 	if (err < 0) {
-		munmap(addr, (size_t)j->len);
+		unmap(addr, (size_t)j->len);
 		j->status = err;
 		return;
 	}
@@ -223,7 +276,7 @@ static void drop_work(struct core_job *cj)
 	for (i = 0; i < j->n; i++)
 		vmr_dereg(j->mrs[i]);
 	if (j->addr)
-		munmap(j->addr, j->len);
+		unmap(j->addr, j->len);
 }
 
 static void drop_done(struct core_job *cj)
@@ -235,8 +288,8 @@ static void drop_done(struct core_job *cj)
 	free(j);
 }
 
-void core_drop_then(struct core *c, struct vmr *const *mrs, unsigned n, void *addr, size_t len,
-		    void (*then)(void *arg), void *arg)
+void core_drop_then(struct core *c, struct uid_acct *acct, struct vmr *const *mrs, unsigned n,
+		    void *addr, size_t len, void (*then)(void *arg), void *arg)
 {
 	struct drop_job *j = NULL;
 	unsigned i, some = 0;
@@ -265,7 +318,7 @@ void core_drop_then(struct core *c, struct vmr *const *mrs, unsigned n, void *ad
 	j->len = len;
 	j->then = then;
 	j->arg = arg;
-	core_job_run(&j->job);
+	core_job_run(&j->job, acct);
 }
 
 /* Its pages are unpinned and unmapped: the limits are the user's again. */
@@ -289,7 +342,7 @@ void region_unref(struct region *r)
 	if (!r || --r->refs)
 		return;
 	/* Nothing refers to it: its pages are unpinned and unmapped off the loop thread. */
-	core_drop_then(r->core, &r->xport, 1, r->addr, (size_t)r->len, region_gone, r);
+	core_drop_then(r->core, r->acct, &r->xport, 1, r->addr, (size_t)r->len, region_gone, r);
 }
 
 int region_free(struct region *r, struct session *s, const struct rp_hdr *h)

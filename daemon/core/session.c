@@ -132,7 +132,7 @@ static int handle_region_reg(struct session *s, const struct rp_hdr *h,
 		return session_reply(s, h, status, &rep, sizeof(rep), NULL, 0);
 	}
 	/* Mapping and registering take a while: the reply comes when they are done. */
-	core_job_run(&j->job);
+	core_job_run(&j->job, j->acct);
 	return 0;
 }
 

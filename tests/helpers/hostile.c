@@ -57,6 +57,18 @@
  *                            registered: the first time right after the
  *                            EXPORT, the second 10 ms after the open (which
  *                            is answered)
+ *   hostile regflood N MB [free]
+ *                            send N registrations of sparse MB MiB memfds
+ *                            at once over a raw connection, print "sent",
+ *                            then "answer ms=T status=S" as each answer
+ *                            comes (T: CLOCK_MONOTONIC, in ms) and
+ *                            "answers=N ok=K"; with free, then free them
+ *                            all at once: "freeing", "freed ms=T status=S"
+ *   hostile regone [wait]    register one 4 KiB region through the library:
+ *                            "answer ms=T status=S took_ms=D connect_ms=C"
+ *                            (T as for regflood, D: how long it took, C: how
+ *                            long connecting took); with wait, connect,
+ *                            print "ready" and register at a line on stdin
  *   hostile regs             an unlucky client while the daemon runs out of
  *                            fds: prints "ready", then for each line on
  *                            stdin registers (and frees) a 64 KiB region and
@@ -764,6 +776,82 @@ static int regs(void)
 	return 0;
 }
 
+/* N registrations of sparse MB MiB memfds sent at once, their answers timed. */
+static int regflood(int n, long mb, bool then_free)
+{
+	struct rp_region_reg req = { .len = (uint64_t)mb << 20 };
+	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
+	int raw = raw_hello(), i, ok = 0, mfd;
+	uint32_t *ids = calloc((size_t)n, sizeof(*ids));
+
+	if (raw < 0)
+		return 1;
+	for (i = 0; i < n; i++) {
+		mfd = memfd_create("flood", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (mfd < 0 || ftruncate(mfd, (off_t)req.len) < 0 ||
+		    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0 ||
+		    raw_send(raw, RP_MSG_REGION_REG, &req, sizeof(req), mfd) < 0)
+			return 1;
+		close(mfd);
+	}
+	printf("sent\n");
+	fflush(stdout);
+	for (i = 0; i < n; i++) {
+		if (recv(raw, buf, sizeof(buf), 0) < (ssize_t)sizeof(struct rp_hdr))
+			return 1;
+		ok += ((struct rp_hdr *)buf)->status == 0;
+		if (ids)
+			ids[i] = ((struct rp_id *)(buf + sizeof(struct rp_hdr)))->id;
+		printf("answer ms=%.3f status=%d\n", now_ms(), ((struct rp_hdr *)buf)->status);
+		fflush(stdout);
+	}
+	printf("answers=%d ok=%d\n", n, ok);
+	fflush(stdout);
+	if (then_free && ids) {
+		for (i = 0; i < n; i++)
+			if (raw_send(raw, RP_MSG_REGION_FREE, &(struct rp_id){ .id = ids[i] },
+				     sizeof(struct rp_id), -1) < 0)
+				return 1;
+		printf("freeing\n");
+		fflush(stdout);
+		for (i = 0; i < n; i++) {
+			if (recv(raw, buf, sizeof(buf), 0) < (ssize_t)sizeof(struct rp_hdr))
+				return 1;
+			printf("freed ms=%.3f status=%d\n", now_ms(),
+			       ((struct rp_hdr *)buf)->status);
+			fflush(stdout);
+		}
+	}
+	free(ids);
+	close(raw);
+	return 0;
+}
+
+/* One small registration through the library, its answer timed. */
+static int regone(bool wait)
+{
+	double t0 = now_ms();
+	struct rp_client *c = connect_or_die();
+	struct rp_region *r;
+	char line[16];
+	double t;
+	int st;
+
+	if (wait) {
+		printf("ready\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
+	t = now_ms();
+	st = rp_region_alloc(c, 4096, 0, &r);
+
+	printf("answer ms=%.3f status=%d took_ms=%.3f connect_ms=%.3f\n", now_ms(), st,
+	       now_ms() - t, t - t0);
+	rp_disconnect(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "hugebus"))
@@ -790,8 +878,13 @@ int main(int argc, char **argv)
 		return notifyfull(atoi(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "regs"))
 		return regs();
+	if ((argc == 4 || (argc == 5 && !strcmp(argv[4], "free"))) && !strcmp(argv[1], "regflood"))
+		return regflood(atoi(argv[2]), atol(argv[3]), argc == 5);
+	if ((argc == 2 || (argc == 3 && !strcmp(argv[2], "wait"))) && !strcmp(argv[1], "regone"))
+		return regone(argc == 3);
 	fprintf(stderr, "usage: hostile hugebus|hugesrc [PEER EXPORT]|hugepeer ASOCK BSOCK "
 			"PEER|hold N|exports N|notifyfull "
-			"N|bigreg MB|bigexport MB [BSOCK THIS THAT [quit]]|regs\n");
+			"N|bigreg MB|bigexport MB [BSOCK THIS THAT [quit]]|regs|regflood N MB "
+			"[free]|regone [wait]\n");
 	return 2;
 }

@@ -2,5 +2,5 @@
 check_PROGRAMS += tests/helpers/hostile
 tests_helpers_hostile_SOURCES = tests/helpers/hostile.c
 tests_helpers_hostile_LDADD = libclient/librdmaproxy.la
-TESTS += tests/integration/test-hostile.sh
-EXTRA_DIST += tests/integration/test-hostile.sh
+TESTS += tests/integration/test-hostile.sh tests/integration/test-jobs-fair.sh
+EXTRA_DIST += tests/integration/test-hostile.sh tests/integration/test-jobs-fair.sh

@@ -73,7 +73,7 @@ static void th_offload(struct core_job *j)
 
 	if (t->n_jobs == TH_MAX_JOBS) {
 		j->work(j);
-		j->done(j);
+		core_job_done(j);
 		return;
 	}
 	t->jobs[t->n_jobs++] = j;
@@ -107,7 +107,7 @@ unsigned th_jobs_run(struct th *t, unsigned n)
 
 		memmove(&t->jobs[0], &t->jobs[1], --t->n_jobs * sizeof(t->jobs[0]));
 		j->work(j);
-		j->done(j);
+		core_job_done(j);
 	}
 	return i;
 }

@@ -340,6 +340,51 @@ static void test_jobs(struct th_session *ts)
 	th_defer_jobs(&t, false);
 }
 
+/*
+ * One user's registrations do not hold up another's: at most 3 of one user's
+ * jobs go to the pool at once, and the users take turns (core_job_run()).
+ */
+static void test_jobs_fair(struct th_session *a, struct th_session *b)
+{
+	struct rp_region_reg req = { .len = PAGE };
+	uint32_t a_seq[5], last_a = 0;
+	unsigned i, n = 0, ra, rb, bad = 0;
+	char order[8] = "";
+
+	th_defer_jobs(&t, true);
+	for (i = 0; i < 5; i++) {
+		th_request(a, RP_MSG_REGION_REG, &req, sizeof(req), th_memfd(a, PAGE, SEALS, NULL));
+		a_seq[i] = a->seq;
+	}
+	tap_is_int(t.n_jobs, 3, "5 registrations of one user: 3 go to the thread pool at once");
+	for (i = 0; i < 2; i++)
+		th_request(b, RP_MSG_REGION_REG, &req, sizeof(req), th_memfd(b, PAGE, SEALS, NULL));
+	tap_is_int(t.n_jobs, 4, "another user's starts at once, the next waits for room");
+	while (n < 7) {
+		ra = a->n_replies;
+		rb = b->n_replies;
+		if (th_jobs_run(&t, 1) != 1)
+			break;
+		if (a->n_replies == ra + 1 && b->n_replies == rb) {
+			order[n++] = 'A';
+			if (th_reply(a)->status || th_reply(a)->seq <= last_a)
+				bad++;
+			last_a = th_reply(a)->seq;
+		} else if (b->n_replies == rb + 1 && a->n_replies == ra) {
+			order[n++] = 'B';
+			bad += th_reply(b)->status != 0;
+		} else {
+			break;
+		}
+	}
+	tap_is_str(order, "AAABBAA",
+		   "the users take turns: both of the other user's are done before the rest");
+	tap_ok(n == 7 && !bad && last_a == a_seq[4],
+	       "every registration succeeds, each user's in the order asked");
+	th_defer_jobs(&t, false);
+	tap_is_int(t.core->n_regions, 7, "7 regions");
+}
+
 int main(void)
 {
 	struct th_session *a, *a2, *b;
@@ -362,6 +407,7 @@ int main(void)
 	test_refs_op(a);
 	test_jobs(a);
 	tap_is_int(t.core->n_regions, 0, "no region left");
+	test_jobs_fair(a, b);
 	th_session_close(a);
 	th_session_close(a2);
 	th_session_close(b);
