@@ -164,6 +164,15 @@ static void offload(struct core_job *j)
 	core_job_done(j);
 }
 
+/* The threads of libuv's pool (UV_THREADPOOL_SIZE, read as libuv reads it). */
+static unsigned pool_threads(void)
+{
+	const char *v = getenv("UV_THREADPOOL_SIZE");
+	long n = v ? strtol(v, NULL, 10) : 4;
+
+	return n < 1 ? 1 : n > 1024 ? 1024 : (unsigned)n;
+}
+
 static const struct core_glue_ops glue_ops = {
 	.send = send_reply,
 	.free = free_session,
@@ -181,6 +190,7 @@ int clients_new(const struct clients_env *env, struct clients **ret)
 	r = core_new(env->cfg, &glue_ops, &c->core);
 	if (r == 0) {
 		c->core->glue_ctx = c;
+		c->core->jobs_max = pool_threads();
 		c->core->vlocal = env->vlocal;
 		c->core->wire_transport = env->wire_transport;
 		r = engine_new(loop, c->core, env->rdev, env->vlocal, env->ev, &engine_ops,

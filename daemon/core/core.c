@@ -155,6 +155,14 @@ void u64map_free(struct u64map *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/*
+ * Jobs handed to the glue at once (core->jobs_max: the threads that run
+ * them), and of them one user's: one thread stays free for the other users
+ * while one user has work queued.
+ */
+#define JOBS_MAX_DEFAULT 4u
+#define JOBS_USER_MAX(c) ((c)->jobs_max > 1 ? (c)->jobs_max - 1 : 1)
+
 int core_new(const struct config *cfg, const struct core_glue_ops *glue, struct core **ret)
 {
 	struct core *c = calloc(1, sizeof(*c));
@@ -166,22 +174,15 @@ int core_new(const struct config *cfg, const struct core_glue_ops *glue, struct 
 	c->next_id = 1;
 	c->wire_transport = RP_WIRE_TRANSPORT_TCP;
 	c->jobs_turn_tail = &c->jobs_turn;
+	c->jobs_max = JOBS_MAX_DEFAULT;
 	*ret = c;
 	return 0;
 }
 
-/*
- * Jobs handed to the glue at once, and of them one user's: libuv's thread
- * pool has 4 threads (UV_THREADPOOL_SIZE), and one of them stays free for
- * the other users while one user has work queued.
- */
-#define JOBS_MAX 4u
-#define JOBS_USER_MAX 3u
-
 /* @a has a job waiting that it may start: it takes its turn after those in line. */
 static void jobs_line_up(struct core *c, struct uid_acct *a)
 {
-	if (a->jobs_turn || !a->jobs || a->jobs_running >= JOBS_USER_MAX)
+	if (a->jobs_turn || !a->jobs || a->jobs_running >= JOBS_USER_MAX(c))
 		return;
 	a->jobs_turn = true;
 	a->jobs_next = NULL;
@@ -196,7 +197,7 @@ static void jobs_start(struct core *c)
 	if (c->jobs_starting)
 		return;
 	c->jobs_starting = true;
-	while (c->jobs_running < JOBS_MAX && c->jobs_turn) {
+	while (c->jobs_running < c->jobs_max && c->jobs_turn) {
 		struct uid_acct *a = c->jobs_turn;
 		struct core_job *j = a->jobs;
 

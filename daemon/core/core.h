@@ -69,8 +69,8 @@ struct core_glue_ops {
  *
  * core_job_run() queues it for the user it is done for (@acct: the owner of
  * the region or export; NULL: the daemon's own) and hands the glue at most
- * JOBS_MAX at once, at most JOBS_USER_MAX of one user's, taking the users in
- * turn (core.c). libuv's thread pool, which runs them, takes its work first
+ * core->jobs_max at once, at most one fewer of one user's, taking the users
+ * in turn (core.c). libuv's thread pool, which runs them, takes its work first
  * come, first served: without this a user who queued a hundred
  * registrations of large regions (each pinning and registering hundreds of
  * MiB for tens of milliseconds) made every other user's next registration,
@@ -229,6 +229,7 @@ struct core {
 	/* Jobs (core_job_run()): the daemon's own queue, whose turn is next, how many run. */
 	struct uid_acct own_jobs;
 	struct uid_acct *jobs_turn, **jobs_turn_tail;
+	unsigned jobs_max; /* handed to the glue at once: its threads for them (default 4) */
 	unsigned jobs_running;
 	bool jobs_starting;
 	struct export *exports;

@@ -473,7 +473,7 @@ int export_peer_mr_prepare(struct export *e, const char *peer, void (*cb)(void *
 	j->n_waits = 1;
 	lk->job = j;
 	export_pin(e);
-	/* Without a thread pool, @cb is called before it returns. */
+	/* Without a thread pool, @cb may be called before it returns. */
 	core_job_run(&j->job, j->r->acct);
 	return EXPORT_LATER;
 }

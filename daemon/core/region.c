@@ -137,8 +137,11 @@ int region_job_new(struct session *s, const struct rp_hdr *h, int fd, uint64_t l
  */
 #define POPULATE_PIECE (4u << 20)
 
-/* Prefault @len bytes at @addr writable (as MAP_POPULATE would), a piece at a time. */
-static void populate(void *addr, size_t len, int fd, bool huge)
+/*
+ * Prefault @len bytes at @addr writable (as MAP_POPULATE would), a piece at
+ * a time. 0, or -errno when the mapping was lost.
+ */
+static int populate(void *addr, size_t len, int fd, bool huge)
 {
 	size_t piece = POPULATE_PIECE, off, n;
 	struct stat st;
@@ -150,12 +153,14 @@ static void populate(void *addr, size_t len, int fd, bool huge)
 		n = len - off < piece ? len - off : piece;
 		/* Like MAP_POPULATE, a page that cannot be had now is not an error here. */
 		if (madvise((char *)addr + off, n, MADV_POPULATE_WRITE) < 0 && errno == EINVAL) {
-			/* Before Linux 5.14: all at once, as before. */
-			mmap(addr, len, PROT_READ | PROT_WRITE,
-			     MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0);
-			return;
+			/* Before Linux 5.14: all at once, as before (in place of the mapping). */
+			if (mmap(addr, len, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0) == MAP_FAILED)
+				return -errno;
+			return 0;
 		}
 	}
+	return 0;
 }
 
 /*
@@ -188,10 +193,10 @@ void region_job_work(struct core_job *cj)
 	 * first op. The mapping keeps the memory: the fd is never kept.
 	 */
 	addr = mmap(NULL, (size_t)j->len, PROT_READ | PROT_WRITE, MAP_SHARED, j->fd, 0);
-	if (addr != MAP_FAILED)
-		populate(addr, (size_t)j->len, j->fd, j->huge);
-	else
+	if (addr == MAP_FAILED)
 		err = -errno;
+	else if ((err = populate(addr, (size_t)j->len, j->fd, j->huge)) < 0)
+		munmap(addr, (size_t)j->len); /* what is left of it */
 	close(j->fd);
 	j->fd = -1;
 	if (err) {

@@ -63,7 +63,10 @@
  *                            then "answer ms=T status=S" as each answer
  *                            comes (T: CLOCK_MONOTONIC, in ms) and
  *                            "answers=N ok=K"; with free, then free them
- *                            all at once: "freeing", "freed ms=T status=S"
+ *                            all at once: "freeing", "freed ms=T status=S";
+ *                            with HOSTILE_GO_FD=N, "go" goes to fd N as
+ *                            soon as the requests are sent (and again the
+ *                            frees)
  *   hostile regone [wait]    register one 4 KiB region through the library:
  *                            "answer ms=T status=S took_ms=D connect_ms=C"
  *                            (T as for regflood, D: how long it took, C: how
@@ -776,6 +779,15 @@ static int regs(void)
 	return 0;
 }
 
+/* A line to fd $HOSTILE_GO_FD, if set: another process waits on it (no shell in between). */
+static void go_signal(void)
+{
+	const char *v = getenv("HOSTILE_GO_FD");
+
+	if (v && write(atoi(v), "go\n", 3) != 3)
+		perror("go");
+}
+
 /* N registrations of sparse MB MiB memfds sent at once, their answers timed. */
 static int regflood(int n, long mb, bool then_free)
 {
@@ -796,6 +808,7 @@ static int regflood(int n, long mb, bool then_free)
 	}
 	printf("sent\n");
 	fflush(stdout);
+	go_signal();
 	for (i = 0; i < n; i++) {
 		if (recv(raw, buf, sizeof(buf), 0) < (ssize_t)sizeof(struct rp_hdr))
 			return 1;
@@ -814,6 +827,7 @@ static int regflood(int n, long mb, bool then_free)
 				return 1;
 		printf("freeing\n");
 		fflush(stdout);
+		go_signal();
 		for (i = 0; i < n; i++) {
 			if (recv(raw, buf, sizeof(buf), 0) < (ssize_t)sizeof(struct rp_hdr))
 				return 1;
