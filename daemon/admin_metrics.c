@@ -125,6 +125,13 @@ static void resources(struct text *t, const struct admin_ctx *ctx)
 	gauge1(t, "rdmaproxy_exports", "Regions published under a name.", exports);
 	gauge1(t, "rdmaproxy_inflight_operations", "Operations accepted and not yet completed.",
 	       inflight);
+	gauge1(t, "rdmaproxy_jobs_running",
+	       "Registrations, deregistrations and unmappings running off the loop thread.",
+	       c ? c->jobs_running : 0);
+	gauge1(t, "rdmaproxy_jobs_waiting",
+	       "Registrations, deregistrations and unmappings waiting for a thread (users take "
+	       "turns).",
+	       c ? c->jobs_waiting : 0);
 }
 
 static void per_user(struct text *t, const struct admin_ctx *ctx)

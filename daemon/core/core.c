@@ -210,6 +210,7 @@ static void jobs_start(struct core *c)
 			a->jobs_tail = &a->jobs;
 		a->jobs_running++;
 		c->jobs_running++;
+		c->jobs_waiting--;
 		jobs_line_up(c, a); /* its next one, after the others' */
 		if (c->glue->offload) {
 			c->glue->offload(j);
@@ -234,6 +235,7 @@ void core_job_run(struct core_job *j, struct uid_acct *acct)
 		a->jobs_tail = &a->jobs;
 	*a->jobs_tail = j;
 	a->jobs_tail = &j->next;
+	c->jobs_waiting++;
 	jobs_line_up(c, a);
 	jobs_start(c);
 }

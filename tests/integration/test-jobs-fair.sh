@@ -98,6 +98,9 @@ fi
 no_regions() { [ "$(metric_of "$SOCK" rdmaproxy_regions)" = 0 ]; }
 wait_for 30 no_regions
 ok $? "every region is unmapped afterwards ($(metric_of "$SOCK" rdmaproxy_regions) left)"
+jobs="$(metric_of "$SOCK" rdmaproxy_jobs_running) $(metric_of "$SOCK" rdmaproxy_jobs_waiting)"
+[ "$jobs" = "0 0" ]
+ok $? "and no job runs or waits (metrics rdmaproxy_jobs_running, _waiting: $jobs)"
 kill -0 "$PID"
 ok $? "the daemon is still up"
 stop_daemon "$PID"
