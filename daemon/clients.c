@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -131,10 +132,35 @@ struct offload {
 	struct core_job *job;
 };
 
+/*
+ * libuv makes its threads from the engine's, and they inherit its raised
+ * priority (manager.c: apply_nice(); or the unit's Nice=, the whole
+ * process's). Their work is bulk work (a 2 GiB registration zeroes and pins
+ * 2 GiB): at the engine's weight it takes the CPUs from the clients, whose
+ * own operations then wait. Each pool thread drops to normal priority (the
+ * nice value is per thread on Linux) before its first job; one started
+ * lower keeps its own.
+ */
+static void pool_thread_nice(void)
+{
+	static _Thread_local bool done;
+	int n;
+
+	if (done)
+		return;
+	done = true;
+	errno = 0;
+	n = getpriority(PRIO_PROCESS, 0);
+	/* Raising a nice value needs no privilege. */
+	if (errno == 0 && n < 0)
+		(void)setpriority(PRIO_PROCESS, 0, 0);
+}
+
 static void on_work(uv_work_t *req)
 {
 	struct core_job *j = ((struct offload *)req->data)->job;
 
+	pool_thread_nice();
 	j->work(j);
 }
 
