@@ -174,6 +174,7 @@ int core_new(const struct config *cfg, const struct core_glue_ops *glue, struct 
 	c->next_id = 1;
 	c->wire_transport = RP_WIRE_TRANSPORT_TCP;
 	c->jobs_turn_tail = &c->jobs_turn;
+	c->own_jobs.jobs_tail = &c->own_jobs.jobs;
 	c->jobs_max = JOBS_MAX_DEFAULT;
 	*ret = c;
 	return 0;
@@ -231,8 +232,6 @@ void core_job_run(struct core_job *j, struct uid_acct *acct)
 		acct->refs++;
 	j->acct = a;
 	j->next = NULL;
-	if (!a->jobs_tail)
-		a->jobs_tail = &a->jobs;
 	*a->jobs_tail = j;
 	a->jobs_tail = &j->next;
 	c->jobs_waiting++;
@@ -275,6 +274,7 @@ struct uid_acct *acct_get(struct core *c, uid_t uid)
 		if (!a)
 			return NULL;
 		a->uid = uid;
+		a->jobs_tail = &a->jobs;
 		a->next = c->accts;
 		c->accts = a;
 	}

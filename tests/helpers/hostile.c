@@ -541,19 +541,30 @@ static long write_until_answer(int raw, struct rp_client *c, struct rp_region *s
 	return during;
 }
 
+/* Send a raw REGION_REG of a sparse memfd of @len bytes (nothing allocated yet). 0 or -1. */
+static int send_sparse(int raw, uint64_t len)
+{
+	struct rp_region_reg req = { .len = len };
+	int mfd = memfd_create("sparse", MFD_CLOEXEC | MFD_ALLOW_SEALING), r = -1;
+
+	if (mfd >= 0 && ftruncate(mfd, (off_t)len) == 0 &&
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0 &&
+	    raw_send(raw, RP_MSG_REGION_REG, &req, sizeof(req), mfd) == 0)
+		r = 0;
+	if (mfd >= 0)
+		close(mfd);
+	return r;
+}
+
 /* A raw REGION_REG of a sparse @len bytes: its status, and the region's id in *@id. */
 static int sparse_region(int raw, uint64_t len, struct rp_client *c, struct rp_region *src,
 			 struct rp_remote *rm, long *during, uint32_t *id)
 {
-	struct rp_region_reg req = { .len = len };
 	struct rp_id rep = { 0 };
-	int mfd = memfd_create("sparse", MFD_CLOEXEC | MFD_ALLOW_SEALING), status;
+	int status;
 
-	if (mfd < 0 || ftruncate(mfd, (off_t)len) < 0 ||
-	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0 ||
-	    raw_send(raw, RP_MSG_REGION_REG, &req, sizeof(req), mfd) < 0)
+	if (send_sparse(raw, len) < 0)
 		exit(1);
-	close(mfd);
 	*during = write_until_answer(raw, c, src, rm, &status, &rep, sizeof(rep));
 	*id = rep.id;
 	return status;
@@ -791,21 +802,15 @@ static void go_signal(void)
 /* N registrations of sparse MB MiB memfds sent at once, their answers timed. */
 static int regflood(int n, long mb, bool then_free)
 {
-	struct rp_region_reg req = { .len = (uint64_t)mb << 20 };
 	_Alignas(8) char buf[RP_PROTO_MSG_MAX];
-	int raw = raw_hello(), i, ok = 0, mfd;
+	int raw = raw_hello(), i, ok = 0;
 	uint32_t *ids = calloc((size_t)n, sizeof(*ids));
 
 	if (raw < 0)
 		return 1;
-	for (i = 0; i < n; i++) {
-		mfd = memfd_create("flood", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		if (mfd < 0 || ftruncate(mfd, (off_t)req.len) < 0 ||
-		    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0 ||
-		    raw_send(raw, RP_MSG_REGION_REG, &req, sizeof(req), mfd) < 0)
+	for (i = 0; i < n; i++)
+		if (send_sparse(raw, (uint64_t)mb << 20) < 0)
 			return 1;
-		close(mfd);
-	}
 	printf("sent\n");
 	fflush(stdout);
 	go_signal();
