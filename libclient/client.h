@@ -87,6 +87,10 @@ struct rp_client {
 	 */
 	uint64_t wake_avg_ns;
 	uint32_t waits, learned_at;
+	/* rp_relax(): the engine's pass count as last seen in this wait, and since when (0: not
+	 * yet) */
+	uint32_t gone_passes;
+	uint64_t gone_ns;
 	bool relaxed;		/* the last call was an rp_relax() in such a wait */
 	uint64_t next_check_ns; /* when an empty poll or a submission next looks at the socket */
 	struct op_slot *ops;

@@ -54,6 +54,10 @@ slow50=$(sed -n 's/^slow50 //p' "$T_DIR/h.out")
 ok $? "they cost the daemon no doorbell per completion ($d0 -> $d doorbells; of 200 waits $slow over 1 ms, $slow50 over 50 us)"
 echo go >&8
 
+said gone
+ok $? "a write waited for while the daemon was stopped, its waits short so far"
+echo go >&8
+
 said paced
 ok $? "writes waited for 3 ms each (the daemon stopped)"
 d=$(doorbells)

@@ -7,9 +7,9 @@
  * doorbell for a client whose completions come quickly. With "free"
  * (test-client-relax-free.sh: the daemon says the CPUs are free; no busy
  * loop, and this program runs on CPU 1), the stages "ready" (set up, for
- * the script's first look at the doorbells), "fast", "paced" and "slept"
- * only, as below, and in "slept" no call before the 32nd of the wait may
- * give the CPU away.
+ * the script's first look at the doorbells), "fast", "gone" (gone_write()),
+ * "paced" and "slept" only, as below, and in "slept" no call before the
+ * 32nd of the wait may give the CPU away.
  *
  *   test-client-relax [free]
  *
@@ -577,15 +577,54 @@ static void learned_stage(void)
 }
 
 /*
+ * The daemon stopped (by this program) while it last said the CPUs are free,
+ * and this client's waits short so far: one write, then rp_poll()/
+ * rp_relax() pairs for GONE_NS. Spinning on would keep this CPU while the
+ * engine makes no pass (descheduled, say); once it has made none for a
+ * millisecond (RELAX_GONE_NS), rp_relax() sleeps on the doorbell. Before
+ * that it must not give the CPU away.
+ */
+#define GONE_NS 20000000L
+static void gone_write(struct rp_client *c, struct rp_region *r, struct rp_remote *self)
+{
+	struct rp_completion comp;
+	struct timespec t0;
+	long first = 0, ns;
+	unsigned gave = 0;
+	int n = 0, st;
+
+	if (kill(daemon_pid, SIGSTOP) < 0)
+		die("SIGSTOP", -errno);
+	submit(c, r, self, 4000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((ns = since_ns(&t0)) < GONE_NS && (n = rp_poll(c, &comp, 1)) == 0) {
+		if (rp_relax(c) == 1 && !gave++)
+			first = ns;
+	}
+	if (kill(daemon_pid, SIGCONT) < 0)
+		die("SIGCONT", -errno);
+	check(n == 0, "a poll while the daemon is stopped found %d", n);
+	check(gave > 0 && first >= 1000000L,
+	      "rp_relax() gave the CPU away once the engine had made no pass for 1 ms: %u times, "
+	      "first after %.2f ms",
+	      gave, (double)first / 1e6);
+	st = reap_one(c, 4000, false);
+	check(st == 0, "the write completed once the daemon ran: %s", rp_strerror(st));
+}
+
+/*
  * The CPUs free (the script makes the daemon read one runnable task): quick
- * completions still arm no doorbell per completion, and a client whose waits
- * last milliseconds sleeps, but only once a wait has lasted 32 calls.
+ * completions still arm no doorbell per completion, a wait on an engine that
+ * makes no pass sleeps after a millisecond, and a client whose waits last
+ * milliseconds sleeps, but only once a wait has lasted 32 calls.
  */
 static void free_stages(struct rp_client *c, struct rp_region *r, struct rp_remote *self)
 {
 	stage("ready");
 	fast_writes(c, r, self);
 	stage("fast");
+	gone_write(c, r, self);
+	stage("gone");
 	paced_writes(c, r, self);
 	stage("paced");
 	slept_write(c, r, self, 32);
