@@ -316,6 +316,26 @@ static void fairness(struct rdev *d, struct vlocal *v, struct vmr *ms, struct vm
 		       wait_done(d, base + 2) == 0 && statuses[20] == 0 && statuses[21] == 0,
 	       "a 64 MiB WRITE of flow A and a 4 KiB WRITE of flow B both complete");
 	tap_ok(seq[21] < seq[20], "the 4 KiB WRITE submitted second completed first");
+
+	/*
+	 * A flow on its own keeps at most 4 MiB on the send queue, so one that
+	 * starts behind it waits for about that much (once a second flow is
+	 * there, the first gets no room until it is under 2 MiB).
+	 */
+	memset(reports, 0, sizeof(reports));
+	base = done_count;
+	for (i = 16; i < 48; i++)
+		if (vlocal_write(v, ms, 0, md, 0, 1u << 20, FA, (void *)(uintptr_t)i) < 0)
+			break;
+	once = i == 48 &&
+	       vlocal_write(v, ms, 0, md, BIG - 4096, 4096, FB, (void *)(uintptr_t)1000) == 0;
+	tap_ok(once && wait_done(d, base + 33) == 0,
+	       "flow A's 32 WRITEs of 1 MiB and flow B's 4 KiB WRITE behind them complete");
+	for (before = 0, i = 16; i < 48; i++)
+		before += seq[i] < seq[1000];
+	tap_ok(reports[1000] == 1 && before <= 6,
+	       "B's WRITE completed after %u of A's (a lone flow had at most 4 MiB posted)",
+	       before);
 }
 
 /*
