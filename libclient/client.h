@@ -87,8 +87,7 @@ struct rp_client {
 	 */
 	uint64_t wake_avg_ns;
 	uint32_t waits, learned_at;
-	/* rp_relax(): the engine's pass count as last seen in this wait, and since when (0: not
-	 * yet) */
+	/* rp_relax(): the engine's pass count as last seen in a wait; since when (0: not yet) */
 	uint32_t gone_passes;
 	uint64_t gone_ns;
 	bool relaxed;		/* the last call was an rp_relax() in such a wait */

@@ -116,17 +116,17 @@
 #define RELAX_RESUME_MAX_NS 100000u
 /*
  * rp_relax() sleeps on the doorbell, however short this client's waits
- * usually are, once the engine has not made a single pass for this long
- * while the wait goes on: it is not running (waiting for a CPU, or asleep)
- * or is inside one long call. Spinning on does not bring the completion
- * nearer: a yield need not hand over the CPU (the scheduler may hold the
- * engine back until its turn comes, whatever its weight), and a stale
- * "free" reading (published while the engine last ran) makes no yield at
- * all, so the spinner keeps its CPU for the rest of its time slice. On the
- * host, a client writing 8 B synchronously while another user registered
- * 2 GiB had 5-19 operations over 3 ms without this, 0-8 with it. An
- * engine inside a device call under emulation stays still for up to
- * hundreds of microseconds, and one sleep too many costs one wake-up.
+ * usually are, once the engine has published no pass to this client's ring
+ * for this long while the wait goes on: it is not running (waiting for a
+ * CPU), asleep, inside one long call, or no longer polls this ring (quiet
+ * for longer than it usually is: its completions ring the doorbell). Spinning on does not bring the
+ * completion nearer: a yield need not hand over the CPU (the scheduler may hold the engine back
+ * until its turn comes, whatever its weight), and a stale "free" reading (published while the
+ * engine last ran) makes no yield at all, so the spinner keeps its CPU for the rest of its time
+ * slice. On the host, a client writing 8 B synchronously while another user registered 2 GiB had
+ * 5-19 operations over 3 ms without this, 0-8 with it. An engine inside a device call under
+ * emulation stays still for up to hundreds of microseconds, and one sleep too many costs one
+ * wake-up.
  */
 #define RELAX_GONE_NS 1000000u
 
@@ -635,11 +635,20 @@ static int spin(struct rp_client *c, struct rp_completion *comps, int max, uint6
 	}
 }
 
-/* In a wait of rp_relax(): has the engine made no pass for RELAX_GONE_NS? */
+/*
+ * In a wait of rp_relax(): has the engine published no pass to this ring
+ * for RELAX_GONE_NS? Not in the busy mode (a core of its own: spinning costs
+ * nobody), nor while only receives are in flight (what they wait for is
+ * another process's send, whatever the engine does).
+ */
 static bool engine_gone(struct rp_client *c)
 {
 	uint32_t p = atomic_load_explicit(&c->v.info->daemon_passes, memory_order_relaxed);
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t now;
+
+	if (c->wait_mode == RP_WAIT_BUSY || recv_only(c))
+		return false;
+	now = now_ns(CLOCK_MONOTONIC);
 
 	if (!c->gone_ns || p != c->gone_passes) {
 		c->gone_passes = p;
@@ -654,6 +663,10 @@ static int relax_sleep(struct rp_client *c)
 {
 	uint64_t ms = (c->wait_avg_ns + 999999u) / 1000000u, armed, cpu;
 
+	/* A first wait, slept through because the engine is still (engine_gone()): a millisecond.
+	 */
+	if (!ms)
+		ms = 1;
 	arm_flag(c);
 	/* A completion may have raced the flag: take the arming back (no doorbell for it). */
 	if (cq_pending(c)) {

@@ -180,7 +180,8 @@ static int populate(void *addr, size_t len, int fd, bool huge)
 				return -errno;
 			return 0;
 		}
-		piece_done();
+		if (off + n < len)
+			piece_done();
 	}
 	return 0;
 }
@@ -201,7 +202,8 @@ static void unmap(void *addr, size_t len)
 			munmap((char *)addr + off, len - off);
 			return;
 		}
-		piece_done();
+		if (off + n < len)
+			piece_done();
 	}
 }
 

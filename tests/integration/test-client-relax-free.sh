@@ -55,14 +55,17 @@ ok $? "they cost the daemon no doorbell per completion ($d0 -> $d doorbells; of 
 echo go >&8
 
 said gone
-ok $? "a write waited for while the daemon was stopped, its waits short so far"
+ok $? "a new client's write waited for while the daemon was stopped"
+dg=$(doorbells)
+[ -n "$dg" ] && [ "$dg" -gt "$d" ]
+ok $? "it slept on the doorbell, which the daemon rang once it ran ($d -> $dg doorbells)"
 echo go >&8
 
 said paced
 ok $? "writes waited for 3 ms each (the daemon stopped)"
 d=$(doorbells)
-[ "$d" -gt "$d0" ]
-ok $? "waits of milliseconds slept on the doorbell with the CPUs free ($d0 -> $d doorbells)"
+[ "$d" -gt "$dg" ]
+ok $? "waits of milliseconds slept on the doorbell with the CPUs free ($dg -> $d doorbells)"
 kill -STOP "$DPID"
 echo go >&8
 
