@@ -61,6 +61,9 @@ ok $? "200 samples and 200 completed ops per latency test"
 check_json "$T_DIR/lat.json" 'all(0 < x["lat_us"]["min"] <= x["lat_us"]["median"] <=
 	x["lat_us"]["p99"] <= x["lat_us"]["max"] for x in r)'
 ok $? "latencies are positive and ordered min <= median <= p99 <= max"
+check_json "$T_DIR/lat.json" 'all((x["lat_us"]["over_1ms"] > 0) == (x["lat_us"]["max"] > 1000) and
+	x["lat_us"]["over_1ms"] <= x["iterations"] for x in r)'
+ok $? "over_1ms counts the operations over 1 ms (none unless the max is)"
 diag "$T_DIR/lat.err"
 
 # Several clients at once, a size sweep, and a timed run.

@@ -510,6 +510,7 @@ struct agg {
 	double min, median, p99, max, avg;
 	int verified;
 	uint64_t nsamples;
+	uint64_t over_1ms; /* samples over 1 ms: stalls that a p99 hides */
 };
 
 static void aggregate(struct perf_result **per, int nw, int idx, struct agg *a)
@@ -550,8 +551,10 @@ static void aggregate(struct perf_result **per, int nw, int idx, struct agg *a)
 		for (i = 0; i < per[w][idx].nsamples; i++)
 			all[n++] = per[w][idx].samples[i];
 	qsort(all, n, sizeof(double), cmp_double);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		sum += all[i];
+		a->over_1ms += all[i] > 1000.0;
+	}
 	a->min = all[0];
 	a->max = all[n - 1];
 	a->median = n % 2 ? all[n / 2] : (all[n / 2 - 1] + all[n / 2]) / 2;
@@ -640,9 +643,10 @@ static void print_json(const struct perf_opts *o, struct perf_result **per, int 
 			else
 				printf(",\"method\":\"%s\",\"iterations\":%llu,\"lat_us\":{"
 				       "\"min\":%.3f,\"median\":%.3f,\"p99\":%.3f,\"max\":%.3f,"
-				       "\"avg\":%.3f}",
+				       "\"avg\":%.3f,\"over_1ms\":%llu}",
 				       lat_method(&o->tests[t]), (unsigned long long)a.nsamples,
-				       a.min, a.median, a.p99, a.max, a.avg);
+				       a.min, a.median, a.p99, a.max, a.avg,
+				       (unsigned long long)a.over_1ms);
 			printf(",\"verified\":%s}", a.verified < 0 ? "null"
 						    : a.verified   ? "true"
 								   : "false");
