@@ -36,6 +36,8 @@ check 'sorted(d["sections"]) == ["hop", "idle", "scale", "tcp"]'
 ok $? "the JSON has the four sections asked for"
 check 'runs[("hop", 1, "floor", "shm")]["rtt_median"] > 0 and runs[("hop", 1, "sync8", "proxy")]["median"] > 0'
 ok $? "hop: the floor and the synchronous write through the daemon have numbers"
+check 'all(isinstance(r["steal_ms"], int) and r["steal_ms"] >= 0 for r in d["runs"] if r["status"] == "ok")'
+ok $? "every run says how much steal time (the host's) it lost"
 check 'runs[("hop", 1, "sync8", "proxy")]["daemon_us_per_op"] > 0'
 ok $? "hop: the daemon's CPU per op is measured"
 check 'all(runs[("scale", 1, "c%dq%d" % (n, q), "proxy")]["mops"] > 0 for n in (1, 2) for q in (1, 32))'
