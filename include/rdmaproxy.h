@@ -337,8 +337,7 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
  * rp_relax() between, until one comes) have lately been lasting 1 ms or
  * more, or (not in the busy mode) in a wait for ops other than receives
  * during which the engine has published no pass to this client's ring for
- * 1 ms, it
- * sleeps on the completion doorbell instead, until a completion
+ * 1 ms, it sleeps on the completion doorbell instead, until a completion
  * arrives or for the usual wait, at most 10 ms: from the fourth call of a
  * wait on while the CPUs are crowded, from the 32nd while they are not
  * (and then only waits that reach the 32nd call are timed, from there).

@@ -119,14 +119,16 @@
  * usually are, once the engine has published no pass to this client's ring
  * for this long while the wait goes on: it is not running (waiting for a
  * CPU), asleep, inside one long call, or no longer polls this ring (quiet
- * for longer than it usually is: its completions ring the doorbell). Spinning on does not bring the
- * completion nearer: a yield need not hand over the CPU (the scheduler may hold the engine back
- * until its turn comes, whatever its weight), and a stale "free" reading (published while the
- * engine last ran) makes no yield at all, so the spinner keeps its CPU for the rest of its time
- * slice. On the host, a client writing 8 B synchronously while another user registered 2 GiB had
- * 5-19 operations over 3 ms without this, 0-8 with it. An engine inside a device call under
- * emulation stays still for up to hundreds of microseconds, and one sleep too many costs one
- * wake-up.
+ * for longer than it usually is: its completions ring the doorbell).
+ * Spinning on does not bring the completion nearer: a yield need not hand
+ * over the CPU (the scheduler may hold the engine back until its turn
+ * comes, whatever its weight), and a stale "free" reading (published while
+ * the engine last ran) makes no yield at all, so the spinner keeps its CPU
+ * for the rest of its time slice. On the host, a client writing 8 B
+ * synchronously while another user registered 2 GiB had 5-19 operations
+ * over 3 ms without this, 0-8 with it. An engine inside a device call under
+ * emulation stays still for up to hundreds of microseconds, and one sleep
+ * too many costs one wake-up.
  */
 #define RELAX_GONE_NS 1000000u
 
@@ -649,7 +651,6 @@ static bool engine_gone(struct rp_client *c)
 	if (c->wait_mode == RP_WAIT_BUSY || recv_only(c))
 		return false;
 	now = now_ns(CLOCK_MONOTONIC);
-
 	if (!c->gone_ns || p != c->gone_passes) {
 		c->gone_passes = p;
 		c->gone_ns = now;
@@ -663,8 +664,7 @@ static int relax_sleep(struct rp_client *c)
 {
 	uint64_t ms = (c->wait_avg_ns + 999999u) / 1000000u, armed, cpu;
 
-	/* A first wait, slept through because the engine is still (engine_gone()): a millisecond.
-	 */
+	/* No usual wait yet (a sleep for engine_gone()): a millisecond. */
 	if (!ms)
 		ms = 1;
 	arm_flag(c);

@@ -143,24 +143,18 @@ int region_job_new(struct session *s, const struct rp_hdr *h, int fd, uint64_t l
 #define UNMAP_PIECE (2u << 20)
 
 /*
- * Between two pieces, a pool thread hands its CPU to whatever else is
- * runnable there. The scheduler lets a thread that was given the CPU keep
- * it for a whole time slice (3-4 ms on the host, whatever its nice value),
- * and the engine gives its CPU away when it is idle while more tasks are
- * runnable than there are CPUs: the next submission then waited for the
- * rest of the populating thread's slice, although the other CPU had gone
- * idle (host, a client writing 8 B synchronously while another user
- * registered 2 GiB: 18-33 of its operations took over 3 ms). A yield with
- * nothing else to run returns at once.
- */
-static void piece_done(void)
-{
-	sched_yield();
-}
-
-/*
  * Prefault @len bytes at @addr writable (as MAP_POPULATE would), a piece at
  * a time. 0, or -errno when the mapping was lost.
+ *
+ * Between two pieces (here and in unmap()) the pool thread hands its CPU to
+ * whatever else is runnable there. The scheduler lets a thread that was
+ * given the CPU keep it for a whole time slice (3-4 ms on the host, whatever
+ * its nice value), and the engine gives its CPU away when it is idle while
+ * more tasks are runnable than there are CPUs: the next submission then
+ * waited for the rest of the populating thread's slice, although the other
+ * CPU had gone idle (host, a client writing 8 B synchronously while another
+ * user registered 2 GiB: 18-33 of its operations took over 3 ms). A yield
+ * with nothing else to run returns at once.
  */
 static int populate(void *addr, size_t len, int fd, bool huge)
 {
@@ -181,7 +175,7 @@ static int populate(void *addr, size_t len, int fd, bool huge)
 			return 0;
 		}
 		if (off + n < len)
-			piece_done();
+			sched_yield();
 	}
 	return 0;
 }
@@ -203,7 +197,7 @@ static void unmap(void *addr, size_t len)
 			return;
 		}
 		if (off + n < len)
-			piece_done();
+			sched_yield();
 	}
 }
 
