@@ -126,12 +126,15 @@ static void resources(struct text *t, const struct admin_ctx *ctx)
 	gauge1(t, "rdmaproxy_inflight_operations", "Operations accepted and not yet completed.",
 	       inflight);
 	gauge1(t, "rdmaproxy_jobs_running",
-	       "Registrations, deregistrations and unmappings running off the loop thread.",
+	       "Registrations, deregistrations, unmappings and verbs peer connection set-ups "
+	       "running off the loop thread.",
 	       c ? c->jobs_running : 0);
 	gauge1(t, "rdmaproxy_jobs_waiting",
-	       "Registrations, deregistrations and unmappings waiting for a thread (users take "
-	       "turns).",
+	       "Registrations, deregistrations, unmappings and verbs peer connection set-ups "
+	       "waiting for a thread (users take turns).",
 	       c ? c->jobs_waiting : 0);
+	counter1(t, "rdmaproxy_jobs_total", "Jobs done off the loop thread since the start.",
+		 c ? c->jobs_done : 0);
 }
 
 static void per_user(struct text *t, const struct admin_ctx *ctx)

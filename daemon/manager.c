@@ -571,7 +571,8 @@ static int open_peers(struct manager *m)
 	r = tcp_transport_new(&m->lp->loop, m->lp->ev, on_peer_bytes, clients_engine(m->clients),
 			      &env.tcp);
 	if (r == 0 && m->transport == RP_TRANSPORT_VERBS) {
-		r = verbs_transport_new(m->rdev, m->cfg, m->incarnation, m->lp->ev, &env.verbs);
+		r = verbs_transport_new(m->rdev, m->core, m->cfg, m->incarnation, m->lp->ev,
+					&env.verbs);
 		if (r < 0) {
 			env.tcp->ops->free(env.tcp);
 			return r;

@@ -246,6 +246,7 @@ void core_job_done(struct core_job *j)
 
 	a->jobs_running--;
 	c->jobs_running--;
+	c->jobs_done++;
 	jobs_line_up(c, a);
 	j->done(j); /* frees @j */
 	if (a != &c->own_jobs)

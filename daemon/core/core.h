@@ -231,6 +231,7 @@ struct core {
 	struct uid_acct *jobs_turn, **jobs_turn_tail;
 	unsigned jobs_max; /* handed to the glue at once: its threads for them (default 4) */
 	unsigned jobs_running, jobs_waiting;
+	uint64_t jobs_done; /* since start */
 	bool jobs_starting;
 	struct export *exports;
 	struct export *exports_adding; /* their MRs being registered: names taken, not visible */

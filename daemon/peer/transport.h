@@ -100,6 +100,7 @@
 #include "rp-proto.h" /* RP_NAME_MAX, RP_E* */
 
 struct config;
+struct core;
 struct evloop;
 struct rdev;
 struct region;
@@ -266,10 +267,11 @@ struct transport {
 
 /*
  * The verbs transport on the daemon's device (the tcp one is loop glue:
- * tcp_uv.h). 0, or <0 with the reason logged.
+ * tcp_uv.h); @core runs its connections' set-up off the loop thread
+ * (core_job_run()). 0, or <0 with the reason logged.
  */
-int verbs_transport_new(struct rdev *d, const struct config *cfg, uint64_t incarnation,
-			struct evloop *ev, struct transport **ret);
+int verbs_transport_new(struct rdev *d, struct core *core, const struct config *cfg,
+			uint64_t incarnation, struct evloop *ev, struct transport **ret);
 
 /* ---- Up-calls into the peer layer (peers.c, peer_data.c). ---- */
 

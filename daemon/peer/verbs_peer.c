@@ -55,6 +55,7 @@
 #include "base/config.h"
 #include "core/core.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "rdma/verbs_local.h"
 #include "peer/verbs_peer_io.h"
 #include "rdma/vx.h"
@@ -101,25 +102,45 @@ static void unlink_conn(struct vconn *c)
 		}
 }
 
-/* Free everything of @c (it has failed and flushed, or never started). */
-static void conn_destroy(struct vconn *c)
-{
-	struct vtransport *t = c->t;
-	bool drained = vc_io_flushed(c);
-	struct peer_link *link = c->link;
+/*
+ * Destroying a connection's QP and cm_id and deregistering its MRs take
+ * milliseconds on rxe (2-12 ms in the guest), and anybody can make us do it
+ * (connect, then fail the handshake): like the set-up (struct vsetup), it
+ * runs off the loop thread as a job of the daemon's own. The connection is
+ * already out of the transport's list and its cm_id's events go to nobody;
+ * vdrop_done() drains what completions of it the CQ may still hold (if the
+ * QP did not flush), frees its memory and reports it to the peer layer.
+ */
+struct vdrop {
+	struct core_job job; /* first */
+	struct vconn *c;
+	bool drained; /* every WR had come back through the CQ */
+};
 
-	c->state = VC_DEAD;
-	vc_io_forget(c);
-	unlink_conn(c);
-	/* Teardown order: QP, then the cm_id. */
-	if (c->qp) {
-		vx_destroy_qp(c->qp);
-		c->qp = NULL;
-	}
-	if (!drained)
-		rdev_cq_drain(t->d); /* completions of the destroyed QP still name @c */
+static bool leave(struct vtransport *t);
+
+/* Teardown order: QP, then the cm_id. */
+static void drop_verbs(struct vconn *c)
+{
+	vc_io_free_verbs(c);
 	if (c->id)
 		vx_rdma_destroy_id(c->id);
+	c->id = NULL;
+}
+
+static void vdrop_work(struct core_job *j)
+{
+	drop_verbs(((struct vdrop *)j)->c);
+}
+
+/* After drop_verbs(): the rest of @c, on the loop. */
+static void conn_free(struct vconn *c, bool drained)
+{
+	struct vtransport *t = c->t;
+	struct peer_link *link = c->link;
+
+	if (!drained)
+		rdev_cq_drain(t->d); /* completions of the destroyed QP still name @c */
 	vc_io_free(c);
 	rdev_cq_unclaim(t->d, c->cq_share);
 	c->cq_share = 0;
@@ -128,6 +149,44 @@ static void conn_destroy(struct vconn *c)
 		peer_x_failed(link, c->err, c->why);
 	}
 	free(c);
+}
+
+static void vdrop_done(struct core_job *j)
+{
+	struct vdrop *x = (struct vdrop *)j;
+	struct vtransport *t = x->c->t;
+
+	conn_free(x->c, x->drained);
+	free(x);
+	leave(t);
+}
+
+/* Free everything of @c (it has failed and flushed, or never started). */
+static void conn_destroy(struct vconn *c)
+{
+	struct vtransport *t = c->t;
+	bool drained = vc_io_flushed(c);
+	struct vdrop *x;
+
+	c->state = VC_DEAD;
+	vc_io_forget(c);
+	unlink_conn(c);
+	if (c->id)
+		c->id->context = NULL; /* on_cm_events(): its last events are nobody's */
+	/* Shutting down (vp_fini()), nothing waits for the loop any more. */
+	x = t->freeing ? NULL : calloc(1, sizeof(*x));
+	if (!x) {
+		drop_verbs(c);
+		conn_free(c, drained);
+		return;
+	}
+	x->c = c;
+	x->drained = drained;
+	x->job.core = t->core;
+	x->job.work = vdrop_work;
+	x->job.done = vdrop_done;
+	t->busy++; /* vdrop_done() leaves */
+	core_job_run(&x->job, NULL);
 }
 
 /* Deadlines and teardown; true while some connection still needs the tick. */
@@ -142,6 +201,10 @@ static bool on_tick_work(struct vtransport *t)
 		if (c->state < VC_UP && now >= c->deadline_ms)
 			vc_fail(c, -ETIMEDOUT, "timed out %s after %u ms", vc_state_name(c->state),
 				VP_CONNECT_MS);
+		if (c->setup) { /* its job has the QP: vsetup_done() */
+			again = true;
+			continue;
+		}
 		/* The loop may no longer watch the CQ (shutdown): look ourselves. */
 		if (c->state == VC_FAILING && !vc_io_flushed(c))
 			rdev_cq_drain(t->d);
@@ -201,13 +264,6 @@ static int cq_reserve(struct vconn *c, char *why, size_t whylen)
 	}
 	c->cq_share = need;
 	return 0;
-}
-
-static int setup_qp(struct vconn *c, char *why, size_t whylen)
-{
-	int r = cq_reserve(c, why, whylen);
-
-	return r < 0 ? r : vc_io_new(c, why, whylen);
 }
 
 static void fill_hello(const struct vconn *c, struct vp_cm_hello *h)
@@ -298,6 +354,9 @@ static void conn_up(struct vconn *c)
 
 /* ---- Outbound ---- */
 
+static int setup_start(struct vconn *c, uint8_t resp_res, uint8_t init_depth, char *why,
+		       size_t whylen);
+
 static void on_addr_resolved(struct vconn *c)
 {
 	char why[200];
@@ -309,12 +368,18 @@ static void on_addr_resolved(struct vconn *c)
 			ibv_get_device_name(rdev_context(c->t->d)->device));
 		return;
 	}
-	r = setup_qp(c, why, sizeof(why));
+	r = setup_start(c, 0, 0, why, sizeof(why));
 	if (r < 0) {
 		log_warn("verbs peer %s: not connecting: %s", c->addr, why);
 		vc_fail(c, r, "%s", why);
-		return;
 	}
+}
+
+/* The QP is in INIT with its receives posted (setup_start()). */
+static void setup_outbound_done(struct vconn *c)
+{
+	int r;
+
 	c->state = VC_ROUTE;
 	r = vx_rdma_resolve_route(c->id, VP_RESOLVE_MS);
 	if (r < 0)
@@ -423,13 +488,140 @@ static void reject(struct rdma_cm_id *id, const char *why)
 	vx_rdma_reject(id, why, (uint8_t)(strlen(why) + 1 < 140 ? strlen(why) + 1 : 140));
 }
 
+/* ---- Setting a connection's QP up, off the loop thread ---- */
+
+/*
+ * A connection's buffers and their three MRs, its QP, INIT and every
+ * receive posted take milliseconds on rxe (each MR and the QP are system
+ * calls into the driver, which pins and maps). Anybody can send connection
+ * requests, and the loop thread is every client's engine too: it only
+ * reserves the CQ room and asks the CM for the INIT attributes; a job of the
+ * daemon's own (core_job_run()) does the rest off it, and vsetup_done()
+ * goes on with the connection on the loop. Meanwhile the connection is
+ * VC_SETUP with c->setup set: a failure is only noted (vc_fail()), the tick
+ * does not destroy it, and the transport stays busy (not freed).
+ */
+struct vsetup {
+	struct core_job job; /* first */
+	struct vconn *c;
+	struct ibv_qp_attr init;
+	int init_mask;
+	int r;
+	uint8_t resp_res, init_depth; /* inbound: what the accept offers */
+	uint64_t ns;		      /* what the work took */
+	char why[200];
+};
+
+static void vsetup_work(struct core_job *j)
+{
+	struct vsetup *s = (struct vsetup *)j;
+	uint64_t t0 = mono_ns();
+
+	s->r = vc_io_new(s->c, &s->init, s->init_mask, s->why, sizeof(s->why));
+	s->ns = mono_ns() - t0;
+}
+
+static void setup_inbound_failed(struct vconn *c, int r, const char *why)
+{
+	reject(c->id, why);
+	peer_x_ours(c->link); /* not the connector's failure */
+	vc_fail(c, r, "%s", why);
+}
+
+/* The QP is in INIT with its receives posted: RTR, and accept. */
+static void setup_inbound_done(struct vconn *c, const struct vsetup *s)
+{
+	struct rdma_conn_param p = { 0 };
+	struct vp_cm_hello h;
+	int r;
+
+	p.responder_resources = s->resp_res;
+	p.initiator_depth = s->init_depth;
+	p.retry_count = c->t->retry_count; /* our QP gets it at RTS anyway */
+	p.rnr_retry_count = 7;
+	p.qp_num = c->qp->qp_num;
+	fill_hello(c, &h);
+	p.private_data = &h;
+	p.private_data_len = sizeof(h);
+	c->state = VC_ACCEPT;
+	r = qp_rtr(c, p.responder_resources);
+	if (r == 0)
+		r = vx_rdma_accept(c->id, &p);
+	if (r < 0)
+		vc_fail(c, r, "accepting (QP to RTR, rdma_accept): %s", strerror(-r));
+}
+
+static void vsetup_done(struct core_job *j)
+{
+	struct vsetup *s = (struct vsetup *)j;
+	struct vconn *c = s->c;
+	struct vtransport *t = c->t;
+
+	c->setup = NULL;
+	log_debug("verbs peer %s: QP and buffers set up off the loop thread in %.2f ms (%s)",
+		  c->addr, (double)s->ns / 1e6, s->r < 0 ? s->why : "ok");
+	if (c->state >= VC_FAILING) {
+		/* It failed meanwhile: what vc_fail() left for now (its receives flush). */
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+		if (c->qp)
+			vx_modify_qp(c->qp, &a, IBV_QP_STATE);
+		vc_tick_soon(t);
+	} else if (s->r < 0) {
+		if (c->outbound) {
+			log_warn("verbs peer %s: not connecting: %s", c->addr, s->why);
+			vc_fail(c, s->r, "%s", s->why);
+		} else {
+			setup_inbound_failed(c, s->r, s->why);
+		}
+	} else if (c->outbound) {
+		setup_outbound_done(c);
+	} else {
+		setup_inbound_done(c, s);
+	}
+	free(s);
+	leave(t);
+}
+
+/* Start making @c's QP (struct vsetup): 0, or <0 with @why and nothing started. */
+static int setup_start(struct vconn *c, uint8_t resp_res, uint8_t init_depth, char *why,
+		       size_t whylen)
+{
+	struct vsetup *s;
+	int r = cq_reserve(c, why, whylen);
+
+	if (r < 0)
+		return r;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(why, whylen, "setting up the QP: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	s->init.qp_state = IBV_QPS_INIT;
+	r = vx_rdma_init_qp_attr(c->id, &s->init, &s->init_mask);
+	if (r < 0) {
+		snprintf(why, whylen, "QP to INIT: %s", strerror(-r));
+		free(s);
+		return r;
+	}
+	s->c = c;
+	s->resp_res = resp_res;
+	s->init_depth = init_depth;
+	s->job.core = c->t->core;
+	s->job.work = vsetup_work;
+	s->job.done = vsetup_done;
+	c->setup = s;
+	c->state = VC_SETUP;
+	c->t->busy++; /* vsetup_done() leaves */
+	core_job_run(&s->job, NULL);
+	return 0;
+}
+
 /* Returns true when @id must be destroyed after the event is acknowledged. */
 static bool on_request(struct vtransport *t, struct rdma_cm_event *ev)
 {
 	struct rdma_cm_id *id = ev->id;
 	const struct rdma_conn_param *rp = &ev->param.conn;
-	struct rdma_conn_param p = { 0 };
-	struct vp_cm_hello h;
 	struct vconn *c;
 	char why[200];
 	int r;
@@ -464,30 +656,15 @@ static bool on_request(struct vtransport *t, struct rdma_cm_event *ev)
 		snprintf(why, sizeof(why), "from %s: refused by the peer layer", c->addr);
 		goto out_reject;
 	}
-	r = setup_qp(c, why, sizeof(why));
+	r = setup_start(
+		c, (uint8_t)(rp->initiator_depth < t->resp_res ? rp->initiator_depth : t->resp_res),
+		(uint8_t)(rp->responder_resources < t->init_depth ? rp->responder_resources
+								  : t->init_depth),
+		why, sizeof(why));
 	if (r < 0) {
-		reject(id, why);
-		peer_x_ours(c->link); /* not the connector's failure */
-		vc_fail(c, r, "%s", why);
+		setup_inbound_failed(c, r, why);
 		return false;
 	}
-	p.responder_resources =
-		(uint8_t)(rp->initiator_depth < t->resp_res ? rp->initiator_depth : t->resp_res);
-	p.initiator_depth =
-		(uint8_t)(rp->responder_resources < t->init_depth ? rp->responder_resources
-								  : t->init_depth);
-	p.retry_count = c->t->retry_count; /* our QP gets it at RTS anyway */
-	p.rnr_retry_count = 7;
-	p.qp_num = c->qp->qp_num;
-	fill_hello(c, &h);
-	p.private_data = &h;
-	p.private_data_len = sizeof(h);
-	c->state = VC_ACCEPT;
-	r = qp_rtr(c, p.responder_resources);
-	if (r == 0)
-		r = vx_rdma_accept(id, &p);
-	if (r < 0)
-		vc_fail(c, r, "accepting (QP to RTR, rdma_accept): %s", strerror(-r));
 	vc_tick_soon(t);
 	return false;
 
@@ -866,8 +1043,8 @@ static void on_flush(void *arg)
 	leave(t);
 }
 
-int verbs_transport_new(struct rdev *d, const struct config *cfg, uint64_t incarnation,
-			struct evloop *ev, struct transport **ret)
+int verbs_transport_new(struct rdev *d, struct core *core, const struct config *cfg,
+			uint64_t incarnation, struct evloop *ev, struct transport **ret)
 {
 	struct vtransport *t;
 	char why[256] = "";
@@ -879,6 +1056,7 @@ int verbs_transport_new(struct rdev *d, const struct config *cfg, uint64_t incar
 	if (!t)
 		return -ENOMEM;
 	t->t.ops = &vp_ops;
+	t->core = core;
 	t->ev = ev;
 	r = vp_init(t, d, cfg, incarnation, why, sizeof(why));
 	if (r < 0) {

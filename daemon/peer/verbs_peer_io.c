@@ -86,13 +86,10 @@ void vc_tick_soon(struct vtransport *t)
 
 const char *vc_state_name(enum vc_state s)
 {
-	static const char *const n[] = { "resolving address",
-					 "resolving route",
-					 "connecting",
-					 "accepting",
-					 "up",
-					 "failing",
-					 "dead" };
+	static const char *const n[] = { "resolving address", "setting up its QP",
+					 "resolving route",   "connecting",
+					 "accepting",	      "up",
+					 "failing",	      "dead" };
 
 	return s <= VC_DEAD ? n[s] : "?";
 }
@@ -112,8 +109,9 @@ void vc_fail(struct vconn *c, int err, const char *fmt, ...)
 	va_end(ap);
 	c->fail_ms = ev_now_ms(c->t->ev);
 	log_debug("verbs peer %s: %s (was %s)", c->addr, c->why, vc_state_name(was));
-	/* Every posted WR now completes (flushed) through the CQ. */
-	if (c->qp)
+	/* Every posted WR now completes (flushed) through the CQ (after the setup job:
+	 * vsetup_done()). */
+	if (c->qp && !c->setup)
 		vx_modify_qp(c->qp, &a, IBV_QP_STATE);
 	if (c->id && was >= VC_CONNECT)
 		vx_rdma_disconnect(c->id); /* DREQ: the far side learns at once */
@@ -1060,13 +1058,12 @@ static void on_qp_event(struct rdev_qp_ev *q, int type)
 }
 
 /* The QP in INIT with every receive posted, before the CM exchange. */
-int vc_io_new(struct vconn *c, char *why, size_t whylen)
+int vc_io_new(struct vconn *c, struct ibv_qp_attr *init, int init_mask, char *why, size_t whylen)
 {
 	struct rdev *d = c->t->d;
 	struct ibv_qp_init_attr ia = { 0 };
-	struct ibv_qp_attr a = { 0 };
-	int mask, r;
 	uint32_t i;
+	int r;
 
 	c->qev.event = on_qp_event;
 	r = alloc_bufs(c, rdev_pd(d));
@@ -1089,10 +1086,7 @@ int vc_io_new(struct vconn *c, char *why, size_t whylen)
 		snprintf(why, whylen, "ibv_create_qp: %s", strerror(-r));
 		return r;
 	}
-	a.qp_state = IBV_QPS_INIT;
-	r = vx_rdma_init_qp_attr(c->id, &a, &mask);
-	if (r == 0)
-		r = vx_modify_qp(c->qp, &a, mask);
+	r = vx_modify_qp(c->qp, init, init_mask);
 	if (r < 0) {
 		snprintf(why, whylen, "QP to INIT: %s", strerror(-r));
 		return r;
@@ -1143,7 +1137,7 @@ void vc_io_forget(struct vconn *c)
 	c->mq_len = 0;
 }
 
-void vc_io_free(struct vconn *c)
+void vc_io_free_verbs(struct vconn *c)
 {
 	if (c->qp)
 		vx_destroy_qp(c->qp);
@@ -1155,6 +1149,11 @@ void vc_io_free(struct vconn *c)
 	if (c->nmr)
 		vx_dereg_mr(c->nmr);
 	c->smr = c->rmr = c->nmr = NULL;
+}
+
+void vc_io_free(struct vconn *c)
+{
+	vc_io_free_verbs(c);
 	free(c->nring);
 	c->nring = NULL;
 	free(c->ss);

@@ -216,6 +216,7 @@ static inline struct vp_opx *vpx(struct peer_op *op)
 
 enum vc_state {
 	VC_ADDR,    /* resolving the address */
+	VC_SETUP,   /* its buffers, MRs and QP being made off the loop (struct vsetup) */
 	VC_ROUTE,   /* resolving the route */
 	VC_CONNECT, /* REQ sent, waiting for the REP */
 	VC_ACCEPT,  /* REP sent, waiting for the RTU */
@@ -225,6 +226,8 @@ enum vc_state {
 };
 
 struct vtransport;
+struct vsetup;
+struct ibv_qp_attr;
 
 enum vc_rx {
 	VC_RX_NONE,    /* between messages */
@@ -246,6 +249,12 @@ struct vconn {
 	char addr[64];
 	uint64_t deadline_ms; /* for VC_ADDR..VC_ACCEPT */
 	uint64_t fail_ms;
+	/*
+	 * While set, a job off the loop thread makes the QP and the buffers
+	 * (vc_io_new()): the loop touches none of them, vc_fail() only notes
+	 * the failure and the connection is not destroyed until the job is back.
+	 */
+	struct vsetup *setup;
 
 	struct ibv_qp *qp;
 	struct rdev_qp_ev qev;
@@ -302,6 +311,7 @@ struct vconn {
 struct vtransport {
 	struct transport t; /* first */
 	struct rdev *d;
+	struct core *core; /* runs the connections' set-up jobs (struct vsetup) */
 	struct evloop *ev;
 	struct ev_watch *cm_watch; /* the rdma_cm event channel */
 	struct ev_timer *tick;	   /* deadlines and teardown, while there is such work */
@@ -330,7 +340,15 @@ struct vtransport {
 
 /* ---- verbs_peer_io.c, used by verbs_peer.c ---- */
 
-int vc_io_new(struct vconn *c, char *why, size_t whylen);
+/*
+ * The buffers and their MRs, the QP, INIT (@init, @init_mask: from
+ * rdma_init_qp_attr() on the loop), every receive posted. Touches only @c
+ * and the device: it runs off the loop thread.
+ */
+int vc_io_new(struct vconn *c, struct ibv_qp_attr *init, int init_mask, char *why, size_t whylen);
+/* The QP, then the MRs. Touches only @c and the device: it runs off the loop thread. */
+void vc_io_free_verbs(struct vconn *c);
+/* vc_io_free_verbs(), then the memory (on the loop: completions name it). */
 void vc_io_free(struct vconn *c);
 /* The QP is connected: post what waits. */
 void vc_kick(struct vconn *c);

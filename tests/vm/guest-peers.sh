@@ -21,7 +21,9 @@
 # write: it is reported precisely, the ops flushed behind it are replayed on
 # the next link; a peer
 # daemon SIGKILLed mid-transfer: every op reported exactly once,
-# reconnection, old handles fail with RP_ESTALE, transfers resume.
+# reconnection, old handles fail with RP_ESTALE, transfers resume. An
+# unauthenticated connector cannot write into B; B sets its connection up and
+# tears it down as jobs off its loop thread.
 set -u
 B=${top_builddir:?}
 . "${top_srcdir:?}/tests/vm/vm-lib.sh"
@@ -44,6 +46,8 @@ ok() {
 diag() { sed 's/^/# /' "$@"; }
 mrs() { rdma resource show mr 2>/dev/null | grep -c 'comm rdmaproxyd'; }
 qps() { rdma resource show qp 2>/dev/null | grep 'comm rdmaproxyd' | grep -c 'type RC'; }
+jobs_total() { "$B/tools/ctl/rdmaproxyctl" -s "$D/$1.sock" metrics | awk '$1 == "rdmaproxy_jobs_total" {print $2}'; }
+jobs_are() { [ "$(jobs_total "$1")" = "$2" ]; }
 mrs_are() { [ "$(mrs)" -eq "$1" ]; }
 res_are() { [ "$(qps)" -eq "$1" ] && [ "$(mrs)" -eq "$2" ]; }
 dump() {
@@ -137,6 +141,7 @@ one_guest() {
 	# A connector that never authenticates cannot touch any MR of B's.
 	mark_a=$(lines A)
 	mark_b=$(lines B)
+	jobs_b=$(jobs_total B)
 	"$B/tests/helpers/vp-intruder" "${ADDR[B]}" "${PORT[B]}" >"$D/intruder.out" 2>&1
 	rc=$?
 	diag "$D/intruder.out"
@@ -144,6 +149,13 @@ one_guest() {
 	ok $? "an unauthenticated verbs connector's RDMA WRITE is refused by B's QP (no access before the handshake)"
 	kill -0 "${PID[B]}" && wait_for 10 sh -c "tail -n +$mark_b '$D/B.log' | grep -q 'connection closed'"
 	ok $? "B survives it and drops that connection" || tail -n +"$mark_b" "$D/B.log" | diag
+	# Making that connection's QP and buffers, and destroying them, take
+	# milliseconds each on rxe: B does both as jobs off its loop thread, and
+	# nothing else of B's runs a job meanwhile.
+	wait_for 10 jobs_are B $((jobs_b + 2)) &&
+		tail -n +"$mark_b" "$D/B.log" | grep -q "QP and buffers set up off the loop thread in .* (ok)"
+	ok $? "B set that connection up and tore it down as 2 jobs off its loop thread (rdmaproxy_jobs_total $jobs_b -> $(jobs_total B))" ||
+		tail -n +"$mark_b" "$D/B.log" | diag
 	! tail -n +"$mark_a" "$D/A.log" | grep -q "link .* lost"
 	ok $? "the authenticated link A-B is unaffected"
 
