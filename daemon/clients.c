@@ -190,6 +190,32 @@ static void offload(struct core_job *j)
 	core_job_done(j);
 }
 
+/*
+ * libuv starts its pool at the first uv_queue_work() and waits there until
+ * every thread of it runs: 7 ms of the loop thread in the guest. One no-op
+ * at start pays that before any client or peer is served, not in the middle
+ * of their operations at the first registration or peer connection.
+ */
+static void pool_warm(uv_work_t *req)
+{
+	(void)req;
+	pool_thread_nice();
+}
+
+static void pool_warmed(uv_work_t *req, int status)
+{
+	(void)status;
+	free(req);
+}
+
+static void pool_start(uv_loop_t *loop)
+{
+	uv_work_t *req = calloc(1, sizeof(*req));
+
+	if (req && uv_queue_work(loop, req, pool_warm, pool_warmed) != 0)
+		free(req); /* the first job starts it then */
+}
+
 /* The threads of libuv's pool (UV_THREADPOOL_SIZE, read as libuv reads it). */
 static unsigned pool_threads(void)
 {
@@ -233,6 +259,7 @@ int clients_new(const struct clients_env *env, struct clients **ret)
 	c->hello_sweep.data = c;
 	c->loop = loop;
 	c->admin = env->admin;
+	pool_start(loop);
 	*ret = c;
 	return 0;
 }
