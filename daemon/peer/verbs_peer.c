@@ -566,6 +566,16 @@ static void vsetup_done(struct core_job *j)
 
 		if (c->qp)
 			vx_modify_qp(c->qp, &a, IBV_QP_STATE);
+		c->fail_ms = ev_now_ms(t->ev); /* the flush starts now */
+		/*
+		 * The job may have waited for a thread behind users' jobs, and the
+		 * time ran out (the link's handshake, our deadline): that is not
+		 * the connector's failure, and it hears why.
+		 */
+		if (!c->outbound && c->link) {
+			reject(c->id, c->why);
+			peer_x_ours(c->link);
+		}
 		vc_tick_soon(t);
 	} else if (s->r < 0) {
 		if (c->outbound) {
@@ -574,10 +584,13 @@ static void vsetup_done(struct core_job *j)
 		} else {
 			setup_inbound_failed(c, s->r, s->why);
 		}
-	} else if (c->outbound) {
-		setup_outbound_done(c);
 	} else {
-		setup_inbound_done(c, s);
+		/* The CM exchange gets its own time, whatever the job waited for. */
+		c->deadline_ms = ev_now_ms(t->ev) + VP_CONNECT_MS;
+		if (c->outbound)
+			setup_outbound_done(c);
+		else
+			setup_inbound_done(c, s);
 	}
 	free(s);
 	leave(t);

@@ -111,7 +111,7 @@ void vc_fail(struct vconn *c, int err, const char *fmt, ...)
 	log_debug("verbs peer %s: %s (was %s)", c->addr, c->why, vc_state_name(was));
 	/* Every posted WR now completes (flushed) through the CQ (after the setup job:
 	 * vsetup_done()). */
-	if (c->qp && !c->setup)
+	if (!c->setup && c->qp)
 		vx_modify_qp(c->qp, &a, IBV_QP_STATE);
 	if (c->id && was >= VC_CONNECT)
 		vx_rdma_disconnect(c->id); /* DREQ: the far side learns at once */
@@ -946,6 +946,16 @@ static void on_recv_wc(struct rdev_wr *w, const struct ibv_wc *wc)
 	struct vconn *c = s->c;
 	int r;
 
+	/*
+	 * A device error flushed a receive while the set-up job still posts
+	 * (and counts) them: not counted here, so the teardown waits
+	 * VP_FLUSH_MS, destroys the QP and drains the CQ (nothing is freed
+	 * before that).
+	 */
+	if (c->setup) {
+		vc_fail(c, -EIO, "%s while the QP was being set up", ibv_wc_status_str(wc->status));
+		return;
+	}
 	c->r_posted--;
 	if (c->state >= VC_FAILING) {
 		vc_reap_soon(c);
