@@ -103,6 +103,27 @@ static void unlink_conn(struct vconn *c)
 }
 
 /*
+ * A peer's address may be a host name, and getaddrinfo() can wait seconds
+ * for a name server (5 s a try by default): that would stop the loop thread,
+ * every client's engine, at each attempt to reach the peer. A numeric
+ * address is taken at once; a name is looked up by a job of the daemon's own
+ * (core_job_run()) while the connection waits in VC_ADDR. A connection
+ * that goes meanwhile (its deadline, closed) lets go of the job (c->name):
+ * the job's result is then dropped.
+ */
+struct vname {
+	struct core_job job; /* first */
+	struct vtransport *t;
+	struct vconn *c; /* NULL once it is gone */
+	struct addrinfo *ai;
+	int r; /* getaddrinfo()'s */
+	int err;
+	uint64_t ns; /* what the lookup took */
+	uint16_t port;
+	char host[256];
+};
+
+/*
  * Destroying a connection's QP and cm_id and deregistering its MRs take
  * milliseconds on rxe (2-12 ms in the guest), and anybody can make us do it
  * (connect, then fail the handshake): like the set-up (struct vsetup), it
@@ -171,6 +192,9 @@ static void conn_destroy(struct vconn *c)
 	c->state = VC_DEAD;
 	vc_io_forget(c);
 	unlink_conn(c);
+	if (c->name)
+		c->name->c = NULL; /* its name's lookup goes on; the result is dropped */
+	c->name = NULL;
 	if (c->id)
 		c->id->context = NULL; /* on_cm_events(): its last events are nobody's */
 	/* Shutting down (vp_fini()), nothing waits for the loop any more. */
@@ -435,19 +459,71 @@ static int resolve(const char *host, uint16_t port, int flags, struct addrinfo *
 	return getaddrinfo(host, ps, &hints, ret);
 }
 
+/* The address is known: rdma_cm resolves it to a device and a GID. */
+static int resolve_addr(struct vconn *c, const struct addrinfo *ai)
+{
+	fmt_addr(ai->ai_addr, c->addr, sizeof(c->addr));
+	return vx_rdma_resolve_addr(c->id, ai->ai_addr, VP_RESOLVE_MS);
+}
+
+static void vname_work(struct core_job *j)
+{
+	struct vname *x = (struct vname *)j;
+
+	uint64_t t0 = mono_ns();
+
+	x->r = resolve(x->host, x->port, 0, &x->ai);
+	x->err = errno;
+	x->ns = mono_ns() - t0;
+}
+
+static void vname_done(struct core_job *j)
+{
+	struct vname *x = (struct vname *)j;
+	struct vconn *c = x->c;
+	struct vtransport *t = x->t;
+	int r;
+
+	log_debug("verbs peer %s:%u: looked up off the loop thread in %.0f ms%s", x->host, x->port,
+		  (double)x->ns / 1e6, c ? "" : " (the connection is gone)");
+	if (c) {
+		c->name = NULL;
+		if (c->state >= VC_FAILING) {
+			/* It went meanwhile: the tick tears it down. */
+		} else if (x->r) {
+			vc_fail(c, x->r == EAI_SYSTEM && x->err ? -x->err : -EHOSTUNREACH,
+				"cannot look up %s: %s", x->host,
+				x->r == EAI_SYSTEM ? strerror(x->err) : gai_strerror(x->r));
+		} else if ((r = resolve_addr(c, x->ai)) < 0) {
+			vc_fail(c, r, "rdma_resolve_addr: %s", strerror(-r));
+		}
+	}
+	if (x->ai)
+		freeaddrinfo(x->ai);
+	free(x);
+	leave(t);
+}
+
 static int vp_connect(struct transport *xt, const char *host, uint16_t port, struct peer_link *link,
 		      struct xconn **ret)
 {
 	struct vtransport *t = (struct vtransport *)xt;
 	struct addrinfo *ai = NULL;
+	struct vname *x = NULL;
 	struct rdma_cm_id *id;
 	struct vconn *c;
 	int r;
 
 	if (t->freeing)
 		return -ESHUTDOWN;
-	r = resolve(host, port, 0, &ai);
-	if (r) {
+	r = resolve(host, port, AI_NUMERICHOST, &ai);
+	if (r == EAI_NONAME) { /* a name: looked up off the loop thread */
+		x = calloc(1, sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		snprintf(x->host, sizeof(x->host), "%s", host);
+		x->port = port;
+	} else if (r) {
 		log_warn("verbs peer %s:%u: %s", host, port, gai_strerror(r));
 		return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
 	}
@@ -461,20 +537,34 @@ static int vp_connect(struct transport *xt, const char *host, uint16_t port, str
 	}
 	id->context = c;
 	c->link = link;
-	fmt_addr(ai->ai_addr, c->addr, sizeof(c->addr));
-	r = vx_rdma_resolve_addr(id, ai->ai_addr, VP_RESOLVE_MS);
-	if (r < 0) {
-		c->link = NULL;
-		c->id = NULL;
-		unlink_conn(c);
-		free(c);
-		vx_rdma_destroy_id(id);
-		goto out_free;
+	if (x) {
+		snprintf(c->addr, sizeof(c->addr), "%s:%u", host, port);
+		x->t = t;
+		x->c = c;
+		x->job.core = t->core;
+		x->job.work = vname_work;
+		x->job.done = vname_done;
+		c->name = x;
+		t->busy++; /* vname_done() leaves */
+		core_job_run(&x->job, NULL);
+		x = NULL;
+	} else {
+		r = resolve_addr(c, ai);
+		if (r < 0) {
+			c->link = NULL;
+			c->id = NULL;
+			unlink_conn(c);
+			free(c);
+			vx_rdma_destroy_id(id);
+			goto out_free;
+		}
 	}
 	vc_tick_soon(t); /* deadline ticks */
 	*ret = (struct xconn *)c;
 out_free:
-	freeaddrinfo(ai);
+	free(x);
+	if (ai)
+		freeaddrinfo(ai);
 	return r;
 }
 

@@ -227,6 +227,7 @@ enum vc_state {
 
 struct vtransport;
 struct vsetup;
+struct vname;
 struct ibv_qp_attr;
 
 enum vc_rx {
@@ -255,6 +256,7 @@ struct vconn {
 	 * the failure and the connection is not destroyed until the job is back.
 	 */
 	struct vsetup *setup;
+	struct vname *name; /* its peer's host name being looked up off the loop */
 
 	struct ibv_qp *qp;
 	struct rdev_qp_ev qev;
