@@ -107,9 +107,9 @@ static void unlink_conn(struct vconn *c)
  * for a name server (5 s a try by default): that would stop the loop thread,
  * every client's engine, at each attempt to reach the peer. A numeric
  * address is taken at once; a name is looked up by a job of the daemon's own
- * (core_job_run()) while the connection waits in VC_ADDR. A connection
- * that goes meanwhile (its deadline, closed) lets go of the job (c->name):
- * the job's result is then dropped.
+ * (core_job_run()) while the connection waits in VC_ADDR: its deadline waits
+ * for the lookup (one lookup per peer at a time, the resolver bounds it),
+ * and so does its teardown if it is closed meanwhile.
  */
 struct vname {
 	struct core_job job; /* first */
@@ -222,6 +222,11 @@ static bool on_tick_work(struct vtransport *t)
 
 	for (c = t->conns; c; c = next) {
 		next = c->next;
+		/* Its name is being looked up: one lookup per peer, however long it takes. */
+		if (c->name) {
+			again = true;
+			continue;
+		}
 		if (c->state < VC_UP && now >= c->deadline_ms)
 			vc_fail(c, -ETIMEDOUT, "timed out %s after %u ms", vc_state_name(c->state),
 				VP_CONNECT_MS);
@@ -489,13 +494,19 @@ static void vname_done(struct core_job *j)
 	if (c) {
 		c->name = NULL;
 		if (c->state >= VC_FAILING) {
-			/* It went meanwhile: the tick tears it down. */
+			vc_tick_soon(t); /* it was closed meanwhile: the tick tears it down */
 		} else if (x->r) {
-			vc_fail(c, x->r == EAI_SYSTEM && x->err ? -x->err : -EHOSTUNREACH,
-				"cannot look up %s: %s", x->host,
-				x->r == EAI_SYSTEM ? strerror(x->err) : gai_strerror(x->r));
-		} else if ((r = resolve_addr(c, x->ai)) < 0) {
-			vc_fail(c, r, "rdma_resolve_addr: %s", strerror(-r));
+			bool sys = x->r == EAI_SYSTEM && x->err > 0;
+
+			vc_fail(c, sys ? -x->err : -EHOSTUNREACH, "cannot look up %s: %s", x->host,
+				sys ? strerror(x->err) : gai_strerror(x->r));
+		} else {
+			/* The rest of the connection gets its own time, whatever the lookup took.
+			 */
+			c->deadline_ms = ev_now_ms(t->ev) + VP_CONNECT_MS;
+			r = resolve_addr(c, x->ai);
+			if (r < 0)
+				vc_fail(c, r, "rdma_resolve_addr: %s", strerror(-r));
 		}
 	}
 	if (x->ai)
@@ -524,8 +535,10 @@ static int vp_connect(struct transport *xt, const char *host, uint16_t port, str
 		snprintf(x->host, sizeof(x->host), "%s", host);
 		x->port = port;
 	} else if (r) {
+		int err = r == EAI_SYSTEM && errno > 0 ? -errno : -EHOSTUNREACH;
+
 		log_warn("verbs peer %s:%u: %s", host, port, gai_strerror(r));
-		return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+		return err;
 	}
 	r = vx_rdma_create_id(t->ch, NULL, &id);
 	if (r < 0)

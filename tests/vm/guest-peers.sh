@@ -466,8 +466,12 @@ name_lookup() {
 	printf 'log_level = debug\n[peer "far"]\naddress = far-peer.invalid:7479\nkey_file = %s/good.key\n' \
 		"$D" >>"$D/C.conf"
 	rm -f "$D/C.sock"
-	(nofifos unshare -m sh -c "mount --bind '$D/dns/resolv.conf' /etc/resolv.conf &&
-		exec '$RPD' --foreground -c '$D/C.conf'" >>"$D/C.log" 2>&1) &
+	# /etc/resolv.conf may be a link into /run (systemd-resolved), a fresh
+	# tmpfs in the guest: the file it names is made there first.
+	(nofifos unshare -m sh -c 't=$(readlink -f /etc/resolv.conf) &&
+		{ [ -e "$t" ] || { mkdir -p "${t%/*}" && : >"$t"; }; } &&
+		mount --bind "$1" "$t" && exec "$2" --foreground -c "$3"' sh "$D/dns/resolv.conf" \
+		"$RPD" "$D/C.conf" >>"$D/C.log" 2>&1) &
 	PID[C]=$!
 	wait_for 10 test -S "$D/C.sock"
 	ok $? "daemon C starts, its peer known by a host name only" || { diag "$D/C.log"; return; }
