@@ -109,12 +109,18 @@ static void unlink_conn(struct vconn *c)
  * address is taken at once; a name is looked up by a job of the daemon's own
  * (core_job_run()) while the connection waits in VC_ADDR: its deadline waits
  * for the lookup (one lookup per peer at a time, the resolver bounds it),
- * and so does its teardown if it is closed meanwhile.
+ * and so does its teardown if it is closed meanwhile. At most
+ * VP_LOOKUPS_MAX run at once, the others wait their turn (oldest first; one
+ * closed meanwhile drops its turn): during a name server outage, lookups
+ * that wait out the resolver's timeouts must not take the threads the
+ * daemon's other jobs (peers' set-ups and teardowns) need.
  */
+#define VP_LOOKUPS_MAX 1
 struct vname {
 	struct core_job job; /* first */
 	struct vtransport *t;
 	struct vconn *c; /* NULL once it is gone */
+	bool started;	 /* handed to core_job_run() */
 	struct addrinfo *ai;
 	int r; /* getaddrinfo()'s */
 	int err;
@@ -192,8 +198,10 @@ static void conn_destroy(struct vconn *c)
 	c->state = VC_DEAD;
 	vc_io_forget(c);
 	unlink_conn(c);
-	if (c->name)
+	if (c->name && c->name->started)
 		c->name->c = NULL; /* its name's lookup goes on; the result is dropped */
+	else
+		free(c->name); /* it never got its turn */
 	c->name = NULL;
 	if (c->id)
 		c->id->context = NULL; /* on_cm_events(): its last events are nobody's */
@@ -222,10 +230,18 @@ static bool on_tick_work(struct vtransport *t)
 
 	for (c = t->conns; c; c = next) {
 		next = c->next;
-		/* Its name is being looked up: one lookup per peer, however long it takes. */
+		/*
+		 * Its name is being looked up (one lookup per peer, however long
+		 * it takes), or waits for its turn; closed meanwhile, it drops
+		 * the turn.
+		 */
 		if (c->name) {
-			again = true;
-			continue;
+			if (c->name->started || c->state < VC_FAILING) {
+				again = true;
+				continue;
+			}
+			free(c->name);
+			c->name = NULL;
 		}
 		if (c->state < VC_UP && now >= c->deadline_ms)
 			vc_fail(c, -ETIMEDOUT, "timed out %s after %u ms", vc_state_name(c->state),
@@ -482,6 +498,28 @@ static void vname_work(struct core_job *j)
 	x->ns = mono_ns() - t0;
 }
 
+static void vname_done(struct core_job *j);
+
+/* Start the oldest waiting lookups while fewer than VP_LOOKUPS_MAX run. */
+static void lookups_next(struct vtransport *t)
+{
+	while (t->lookups < VP_LOOKUPS_MAX && !t->free_pending) {
+		struct vconn *c, *oldest = NULL;
+
+		for (c = t->conns; c; c = c->next) /* newest first */
+			if (c->name && !c->name->started && c->state < VC_FAILING)
+				oldest = c;
+		if (!oldest)
+			return;
+		oldest->name->started = true;
+		log_debug("verbs peer %s:%u: looking up its address off the loop thread",
+			  oldest->name->host, oldest->name->port);
+		t->lookups++;
+		t->busy++; /* vname_done() leaves */
+		core_job_run(&oldest->name->job, NULL);
+	}
+}
+
 static void vname_done(struct core_job *j)
 {
 	struct vname *x = (struct vname *)j;
@@ -512,6 +550,8 @@ static void vname_done(struct core_job *j)
 	if (x->ai)
 		freeaddrinfo(x->ai);
 	free(x);
+	t->lookups--;
+	lookups_next(t);
 	leave(t);
 }
 
@@ -558,9 +598,8 @@ static int vp_connect(struct transport *xt, const char *host, uint16_t port, str
 		x->job.work = vname_work;
 		x->job.done = vname_done;
 		c->name = x;
-		t->busy++; /* vname_done() leaves */
-		core_job_run(&x->job, NULL);
 		x = NULL;
+		lookups_next(t);
 	} else {
 		r = resolve_addr(c, ai);
 		if (r < 0) {

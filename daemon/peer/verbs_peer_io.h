@@ -338,6 +338,7 @@ struct vtransport {
 	 */
 	unsigned busy;
 	bool free_pending;
+	unsigned lookups; /* host names being looked up (struct vname) */
 };
 
 /* ---- verbs_peer_io.c, used by verbs_peer.c ---- */
