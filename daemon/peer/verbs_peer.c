@@ -112,10 +112,14 @@ static void unlink_conn(struct vconn *c)
  * and so does its teardown if it is closed meanwhile. At most
  * VP_LOOKUPS_MAX run at once, the others wait their turn (oldest first; one
  * closed meanwhile drops its turn): during a name server outage, lookups
- * that wait out the resolver's timeouts must not take the threads the
- * daemon's other jobs (peers' set-ups and teardowns) need.
+ * that wait out the resolver's timeouts must not take all the threads the
+ * daemon's other jobs (peers' set-ups and teardowns) need; it runs at most
+ * 3 of the pool's 4 at once (core.c), and libuv keeps its own getaddrinfo
+ * work to half of the pool for the same reason. A turn waited for counts
+ * against the peer layer's connect time (5 s): with a slow resolver and many
+ * peers known by name, some give up and retry later.
  */
-#define VP_LOOKUPS_MAX 1
+#define VP_LOOKUPS_MAX 2
 struct vname {
 	struct core_job job; /* first */
 	struct vtransport *t;
@@ -201,7 +205,7 @@ static void conn_destroy(struct vconn *c)
 	if (c->name && c->name->started)
 		c->name->c = NULL; /* its name's lookup goes on; the result is dropped */
 	else
-		free(c->name); /* it never got its turn */
+		free(c->name); /* none, or it never got its turn */
 	c->name = NULL;
 	if (c->id)
 		c->id->context = NULL; /* on_cm_events(): its last events are nobody's */

@@ -256,7 +256,7 @@ struct vconn {
 	 * the failure and the connection is not destroyed until the job is back.
 	 */
 	struct vsetup *setup;
-	struct vname *name; /* its peer's host name being looked up off the loop */
+	struct vname *name; /* its peer's host name: looked up off the loop, or to be */
 
 	struct ibv_qp *qp;
 	struct rdev_qp_ev qev;
@@ -334,7 +334,8 @@ struct vtransport {
 	 * A loop callback is working on the transport: a conn_destroy() inside
 	 * it can make the peer layer free the transport (the last link of a
 	 * stopping daemon), so vp_free() only marks it and the callback frees
-	 * it on the way out.
+	 * it on the way out. Each job of the transport's (struct vsetup, vdrop,
+	 * vname) holds it busy too, until its done().
 	 */
 	unsigned busy;
 	bool free_pending;

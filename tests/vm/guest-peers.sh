@@ -487,13 +487,15 @@ print(int(json.load(open(sys.argv[1]))["results"][0]["lat_us"]["max"] / 1000))' 
 	[ "${took:-0}" -ge 2000 ] && [ -n "$max" ] && [ "$max" -lt 1500 ]
 	ok $? "C looks the name up off its loop thread (${took:-?} ms) while a client's sync writes go on (worst ${max:-?} ms)" ||
 		{ diag "$D/C.log"; diag "$D/c-sync.err"; }
-	# Three peers known by such names: one lookup at a time (each start is
-	# followed by its end before the next starts), so lookups that wait out
-	# the resolver do not take the threads the daemon's other jobs need.
+	# Three peers known by such names, dialled at once: at most two lookups
+	# run at a time, so lookups that wait out the resolver leave the daemon's
+	# other jobs a thread.
 	wait_for 20 sh -c "[ \$(grep -c 'peer.invalid:7479: looked up off' '$D/C.log') -ge 3 ]"
 	seq=$(grep -o -e 'looking up its address' -e 'looked up off' "$D/C.log" | sed 's/looking.*/s/; s/looked.*/e/' | tr -d '\n')
-	[[ "$seq" =~ ^(se)+s?$ ]] && [ "${#seq}" -ge 6 ]
-	ok $? "C's three named peers are looked up one at a time (starts and ends: $seq)" || diag "$D/C.log"
+	most=$(echo "$seq" | awk '{ for (i = 1; i <= length($0); i++) { n += substr($0, i, 1) == "s" ? 1 : -1; if (n > m) m = n } } END { print m + 0 }')
+	[ "$most" -eq 2 ] && [ "$(echo "$seq" | tr -cd s | wc -c)" -ge 3 ]
+	ok $? "C looks its three named peers up at most two at a time ($most at most; starts and ends: $seq)" ||
+		diag "$D/C.log"
 	kill -TERM "${PID[C]}"
 	reap 60 "${PID[C]}"
 	ok $? "daemon C exits cleanly"
