@@ -126,12 +126,12 @@ static void resources(struct text *t, const struct admin_ctx *ctx)
 	gauge1(t, "rdmaproxy_inflight_operations", "Operations accepted and not yet completed.",
 	       inflight);
 	gauge1(t, "rdmaproxy_jobs_running",
-	       "Registrations, deregistrations, unmappings and verbs peer connection set-ups "
-	       "running off the loop thread.",
+	       "Registrations, deregistrations, unmappings and verbs peer connections' set-ups, "
+	       "teardowns and name lookups running off the loop thread.",
 	       c ? c->jobs_running : 0);
 	gauge1(t, "rdmaproxy_jobs_waiting",
-	       "Registrations, deregistrations, unmappings and verbs peer connection set-ups "
-	       "waiting for a thread (users take turns).",
+	       "Registrations, deregistrations, unmappings and verbs peer connections' set-ups, "
+	       "teardowns and name lookups waiting for a thread (users take turns).",
 	       c ? c->jobs_waiting : 0);
 	counter1(t, "rdmaproxy_jobs_total", "Jobs done off the loop thread since the start.",
 		 c ? c->jobs_done : 0);

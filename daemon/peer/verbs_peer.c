@@ -122,9 +122,8 @@ static void unlink_conn(struct vconn *c)
 #define VP_LOOKUPS_MAX 2
 struct vname {
 	struct core_job job; /* first */
-	struct vtransport *t;
-	struct vconn *c; /* NULL once it is gone */
-	bool started;	 /* handed to core_job_run() */
+	struct vconn *c;
+	bool started; /* handed to core_job_run() */
 	struct addrinfo *ai;
 	int r; /* getaddrinfo()'s */
 	int err;
@@ -202,10 +201,11 @@ static void conn_destroy(struct vconn *c)
 	c->state = VC_DEAD;
 	vc_io_forget(c);
 	unlink_conn(c);
-	if (c->name && c->name->started)
-		c->name->c = NULL; /* its name's lookup goes on; the result is dropped */
-	else
-		free(c->name); /* none, or it never got its turn */
+	/*
+	 * A lookup that never got its turn. One that runs keeps @c: the tick
+	 * waits for it, and vp_fini() only runs once no job holds the transport.
+	 */
+	free(c->name);
 	c->name = NULL;
 	if (c->id)
 		c->id->context = NULL; /* on_cm_events(): its last events are nobody's */
@@ -494,7 +494,6 @@ static int resolve_addr(struct vconn *c, const struct addrinfo *ai)
 static void vname_work(struct core_job *j)
 {
 	struct vname *x = (struct vname *)j;
-
 	uint64_t t0 = mono_ns();
 
 	x->r = resolve(x->host, x->port, 0, &x->ai);
@@ -528,28 +527,25 @@ static void vname_done(struct core_job *j)
 {
 	struct vname *x = (struct vname *)j;
 	struct vconn *c = x->c;
-	struct vtransport *t = x->t;
+	struct vtransport *t = c->t;
 	int r;
 
-	log_debug("verbs peer %s:%u: looked up off the loop thread in %.0f ms%s", x->host, x->port,
-		  (double)x->ns / 1e6, c ? "" : " (the connection is gone)");
-	if (c) {
-		c->name = NULL;
-		if (c->state >= VC_FAILING) {
-			vc_tick_soon(t); /* it was closed meanwhile: the tick tears it down */
-		} else if (x->r) {
-			bool sys = x->r == EAI_SYSTEM && x->err > 0;
+	log_debug("verbs peer %s:%u: looked up off the loop thread in %.0f ms", x->host, x->port,
+		  (double)x->ns / 1e6);
+	c->name = NULL;
+	if (c->state >= VC_FAILING) {
+		vc_tick_soon(t); /* it was closed meanwhile: the tick tears it down */
+	} else if (x->r) {
+		bool sys = x->r == EAI_SYSTEM && x->err > 0;
 
-			vc_fail(c, sys ? -x->err : -EHOSTUNREACH, "cannot look up %s: %s", x->host,
-				sys ? strerror(x->err) : gai_strerror(x->r));
-		} else {
-			/* The rest of the connection gets its own time, whatever the lookup took.
-			 */
-			c->deadline_ms = ev_now_ms(t->ev) + VP_CONNECT_MS;
-			r = resolve_addr(c, x->ai);
-			if (r < 0)
-				vc_fail(c, r, "rdma_resolve_addr: %s", strerror(-r));
-		}
+		vc_fail(c, sys ? -x->err : -EHOSTUNREACH, "cannot look up %s: %s", x->host,
+			sys ? strerror(x->err) : gai_strerror(x->r));
+	} else {
+		/* The rest of the connection gets its own time, whatever the lookup took. */
+		c->deadline_ms = ev_now_ms(t->ev) + VP_CONNECT_MS;
+		r = resolve_addr(c, x->ai);
+		if (r < 0)
+			vc_fail(c, r, "rdma_resolve_addr: %s", strerror(-r));
 	}
 	if (x->ai)
 		freeaddrinfo(x->ai);
@@ -596,7 +592,6 @@ static int vp_connect(struct transport *xt, const char *host, uint16_t port, str
 	c->link = link;
 	if (x) {
 		snprintf(c->addr, sizeof(c->addr), "%s:%u", host, port);
-		x->t = t;
 		x->c = c;
 		x->job.core = t->core;
 		x->job.work = vname_work;
