@@ -1,7 +1,7 @@
 # rdmaproxyd. The layers, from the bottom, one directory each (tests/check-layers.sh
 # enforces them; headers are included by their path under daemon/, "core/core.h"):
 #   daemon/base/   utilities and wire   log, util, memguard, config, stats, ctl_wire, cpuload,
-#                                       evloop.h
+#                                       nametab, evloop.h
 #   daemon/rdma/   RDMA resources       vx.h, rdma_dev, verbs_local
 #   daemon/core/   client core          core, rings, region, access, exports, op, endpoint, xfer,
 #                                       session
@@ -19,6 +19,7 @@ RP_DAEMON_UTIL = \
 	daemon/base/stats.c daemon/base/stats.h \
 	daemon/base/ctl_wire.c daemon/base/ctl_wire.h \
 	daemon/base/cpuload.c daemon/base/cpuload.h \
+	daemon/base/nametab.c daemon/base/nametab.h \
 	daemon/peer/peer_proto.c daemon/peer/peer_proto.h \
 	daemon/peer/peer_hs.c daemon/peer/peer_hs.h \
 	libclient/error.c \

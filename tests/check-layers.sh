@@ -31,7 +31,7 @@ base() {
 
 layer_of() {
 	case "$1" in
-	log | util | memguard | config | stats | ctl_wire | cpuload | peer_proto | peer_hs | evloop) echo 0 ;;
+	log | util | memguard | config | stats | ctl_wire | cpuload | nametab | peer_proto | peer_hs | evloop) echo 0 ;;
 	vx | rdma_dev | verbs_local) echo 1 ;;
 	core | rings | region | access | exports | op | endpoint | xfer | session) echo 2 ;;
 	transport | peer | peer_int | peer_gate | peer_link | peer_data | peers) echo 3 ;;

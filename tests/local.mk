@@ -32,6 +32,12 @@ include tests/integration/perf.mk
 include tests/integration/hostile.mk
 include tests/bench/local.mk
 
+# The name table of exports and endpoints (daemon/base/nametab.c).
+check_PROGRAMS += tests/unit/test-nametab
+TESTS += tests/unit/test-nametab
+tests_unit_test_nametab_SOURCES = tests/unit/test-nametab.c tests/unit/tap.h \
+	daemon/base/nametab.c daemon/base/nametab.h
+
 # The engine's "are the CPUs crowded?" sampler (daemon/base/cpuload.c).
 check_PROGRAMS += tests/unit/test-cpuload
 TESTS += tests/unit/test-cpuload

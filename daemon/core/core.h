@@ -33,6 +33,7 @@
 #include <sys/types.h>
 
 #include "base/config.h"
+#include "base/nametab.h"
 #include "rp-proto.h"
 #include "rp-ring.h"
 #include "base/stats.h"
@@ -238,8 +239,9 @@ struct core {
 	struct u64map by_peer_id;      /* exports looked up by peers, by the id they were given */
 	uint64_t next_peer_id;
 	struct remote *remotes;
-	struct endpoint *endpoints;
-	size_t n_regions; /* live mappings, for status */
+	struct nametab export_names;   /* the exports on the list above, by name */
+	struct nametab endpoint_names; /* bound endpoints, by name */
+	size_t n_regions;	       /* live mappings, for status */
 	uint64_t bytes;
 	/*
 	 * While the engine runs a pass, completions are written but published
@@ -425,7 +427,8 @@ struct looker {
  */
 /* clang-format off */
 struct export {
-	struct export *next;
+	struct export *next, **pprev; /* core->exports, or exports_adding (no pprev) */
+	struct name_node node;	       /* in core->export_names while on core->exports */
 	struct core *core;
 	unsigned refs; /* the name table + remote handles + operations */
 	bool dead;     /* unexported: region must not be touched */
@@ -578,7 +581,7 @@ void notify_finish(struct session *t, uint16_t region, uint64_t off, uint32_t le
 /* ---- endpoint.c ---- */
 
 struct endpoint {
-	struct endpoint *next; /* in the core's name table */
+	struct name_node node; /* in the core's name table (core->endpoint_names) */
 	struct session *s;
 	uint32_t id;
 	bool unbound;		/* kept only until its taken receives come back */

@@ -23,14 +23,12 @@
 
 #define MAX_SESSION_ENDPOINTS 65536u
 
+/* Every send looks its endpoint up: a hash, not a walk past other users' names. */
 static struct endpoint *endpoint_find(struct core *c, const char *name)
 {
-	struct endpoint *ep;
+	struct name_node *n = nametab_find(&c->endpoint_names, name);
 
-	for (ep = c->endpoints; ep; ep = ep->next)
-		if (!strcmp(ep->name, name))
-			return ep;
-	return NULL;
+	return n ? NAMETAB_ENTRY(n, struct endpoint, node) : NULL;
 }
 
 static void endpoint_free(struct endpoint *ep)
@@ -72,24 +70,19 @@ int endpoint_bind(struct session *s, const char *name, bool restricted,
 	ep->s = s;
 	s->acct->endpoints++;
 	strcpy(ep->name, name);
-	ep->next = c->endpoints;
-	c->endpoints = ep;
+	nametab_add(&c->endpoint_names, &ep->node, ep->name);
 	*ret_id = ep->id;
 	return 0;
 }
 
 int endpoint_unbind(struct session *s, uint32_t id)
 {
-	struct endpoint *ep = idtab_del(&s->endpoints, id), **pp;
+	struct endpoint *ep = idtab_del(&s->endpoints, id);
 	struct op *op;
 
 	if (!ep)
 		return -RP_EBADHANDLE;
-	for (pp = &s->core->endpoints; *pp; pp = &(*pp)->next)
-		if (*pp == ep) {
-			*pp = ep->next;
-			break;
-		}
+	nametab_del(&s->core->endpoint_names, &ep->node);
 	s->acct->endpoints--;
 	while ((op = ep->head)) {
 		ep->head = op->next;

@@ -23,14 +23,33 @@
 /* Per-registration cap on the LOOKUPs waiting for one peer MR (-EAGAIN beyond). */
 #define MAX_MR_WAITS 1024u
 
+/* Opens, peers' lookups: a hash, not a walk past every other user's exports. */
 struct export *export_find(struct core *c, const char *name)
 {
-	struct export *e;
+	struct name_node *n = nametab_find(&c->export_names, name);
 
-	for (e = c->exports; e; e = e->next)
-		if (!strcmp(e->name, name))
-			return e;
-	return NULL;
+	return n ? NAMETAB_ENTRY(n, struct export, node) : NULL;
+}
+
+/* @e goes public: on the list and in the name table. */
+static void export_link(struct core *c, struct export *e)
+{
+	e->next = c->exports;
+	if (e->next)
+		e->next->pprev = &e->next;
+	e->pprev = &c->exports;
+	c->exports = e;
+	nametab_add(&c->export_names, &e->node, e->name);
+}
+
+static void export_unlink(struct core *c, struct export *e)
+{
+	nametab_del(&c->export_names, &e->node);
+	*e->pprev = e->next;
+	if (e->next)
+		e->next->pprev = e->pprev;
+	e->next = NULL;
+	e->pprev = NULL;
 }
 
 /* Exports are bounded per uid (by max_regions): each costs memory and lookups. */
@@ -150,8 +169,7 @@ static void export_job_done(struct core_job *cj)
 	if (status == 0) {
 		e->xport = j->mr;
 		e->xregion = j->r; /* the job's reference is the export's now */
-		e->next = c->exports;
-		c->exports = e;
+		export_link(c, e);
 	} else {
 		if (!j->s->dead)
 			log_debug("client %u: export '%s' failed: %s", j->s->id, e->name,
@@ -207,8 +225,7 @@ int export_add(struct session *s, const struct rp_hdr *h, struct region *r, cons
 	e->access = access;
 	strcpy(e->name, name);
 	if (!c->vlocal) {
-		e->next = c->exports;
-		c->exports = e;
+		export_link(c, e);
 		return 0;
 	}
 	/* Registering pins every page of the region: milliseconds for a large one. */
@@ -369,12 +386,11 @@ void export_unref(struct export *e)
 	free(e);
 }
 
-static void export_kill(struct core *c, struct export **pp)
+static void export_kill(struct core *c, struct export *e)
 {
-	struct export *e = *pp;
 	unsigned i;
 
-	*pp = e->next;
+	export_unlink(c, e);
 	e->dead = true;
 	for (i = 0; i < e->n_lookers; i++)
 		mr_job_cancel(e->lookers[i].job); /* no peer gets a key to it now */
@@ -554,43 +570,39 @@ static int export_wait(struct export *e, struct session *s, const struct rp_hdr 
 int export_remove(struct core *c, struct session *s, const struct rp_hdr *h, uint32_t region,
 		  const char *name)
 {
-	struct export **pp, *e;
+	struct export *e;
 	int r;
 
-	for (pp = &c->exports; *pp; pp = &(*pp)->next) {
-		if (strcmp((*pp)->name, name))
-			continue;
-		if ((*pp)->s != s || (*pp)->region->id != region)
-			return -ENOENT;
-		e = export_ref(*pp);
-		/*
-		 * Peers that may still hold its rkey, or local verbs ops, keep the
-		 * MR (and so the client's memory) reachable: the client hears
-		 * "done" only when they are gone and the MRs are deregistered
-		 * (off the loop thread), so after rp_region_unexport() returns
-		 * nothing writes into the region through this export.
-		 */
-		r = EXPORT_REMOVED;
-		if (e->xport || e->drops)
-			r = export_wait(e, s, h);
-		export_kill(c, pp);
-		if (r == EXPORT_REMOVED && e->ops)
-			r = export_wait(e, s, h); /* the peer layer pinned it (export_gone) */
-		export_unref(e);
-		return r;
-	}
-	return -ENOENT;
+	e = export_find(c, name);
+	if (!e || e->s != s || e->region->id != region)
+		return -ENOENT;
+	export_ref(e);
+	/*
+	 * Peers that may still hold its rkey, or local verbs ops, keep the
+	 * MR (and so the client's memory) reachable: the client hears
+	 * "done" only when they are gone and the MRs are deregistered
+	 * (off the loop thread), so after rp_region_unexport() returns
+	 * nothing writes into the region through this export.
+	 */
+	r = EXPORT_REMOVED;
+	if (e->xport || e->drops)
+		r = export_wait(e, s, h);
+	export_kill(c, e);
+	if (r == EXPORT_REMOVED && e->ops)
+		r = export_wait(e, s, h); /* the peer layer pinned it (export_gone) */
+	export_unref(e);
+	return r;
 }
 
 void export_remove_region(struct core *c, struct region *r)
 {
-	struct export **pp = &c->exports;
+	struct export **pp, *e, *next;
 
-	while (*pp)
-		if ((*pp)->region == r)
-			export_kill(c, pp);
-		else
-			pp = &(*pp)->next;
+	for (e = c->exports; e; e = next) {
+		next = e->next;
+		if (e->region == r)
+			export_kill(c, e); /* may free @e, not @next */
+	}
 	/* Not public yet: its job finds it dead and answers the EXPORT with an error. */
 	pp = &c->exports_adding;
 	while (*pp)

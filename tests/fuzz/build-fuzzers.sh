@@ -16,7 +16,7 @@ CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefin
 	-I$src/include -I$src/daemon"
 D=$src/daemon
 UTIL="$D/base/log.c $D/base/util.c $D/base/memguard.c $D/base/config.c $D/base/stats.c $D/base/ctl_wire.c
-	$src/libclient/error.c"
+	$D/base/nametab.c $src/libclient/error.c"
 RDMA="$D/rdma/rdma_dev.c $D/rdma/verbs_local.c"
 C=$D/core
 CORE="$C/core.c $C/rings.c $C/region.c $C/access.c $C/exports.c $C/op.c $C/endpoint.c $C/xfer.c $C/session.c"

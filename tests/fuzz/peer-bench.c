@@ -860,8 +860,9 @@ void pb_fini(struct pb *pb)
 	pb->peers = peers_free(pb->peers);
 	need(!pb->timers);
 	need(t->n_freed == pb->sessions && t->dead_sends == 0);
-	need(!t->core->sessions && !t->core->accts && !t->core->exports && !t->core->endpoints &&
-	     !t->core->remotes && !t->core->n_regions && !t->core->bytes && !t->core->by_peer_id.n);
+	need(!t->core->sessions && !t->core->accts && !t->core->exports &&
+	     !t->core->endpoint_names.n && !t->core->export_names.n && !t->core->remotes &&
+	     !t->core->n_regions && !t->core->bytes && !t->core->by_peer_id.n);
 	th_fini(t);
 }
 

@@ -9,7 +9,8 @@ check_LTLIBRARIES += tests/unit/libcoretest.la
 tests_unit_libcoretest_la_SOURCES = tests/unit/core-harness.c tests/unit/core-harness.h \
 	daemon/base/log.c daemon/base/log.h daemon/base/util.c daemon/base/util.h \
 	daemon/base/memguard.c daemon/base/memguard.h daemon/base/config.c daemon/base/config.h \
-	daemon/base/stats.c daemon/base/stats.h daemon/base/ctl_wire.c daemon/base/ctl_wire.h libclient/error.c \
+	daemon/base/stats.c daemon/base/stats.h daemon/base/ctl_wire.c daemon/base/ctl_wire.h \
+	daemon/base/nametab.c daemon/base/nametab.h libclient/error.c \
 	$(RP_DAEMON_RDMA) $(RP_DAEMON_CORE)
 tests_unit_libcoretest_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(IBVERBS_CFLAGS) $(RDMACM_CFLAGS)

@@ -647,8 +647,8 @@ int main(void)
 	tap_is_int(t.n_freed, sessions, "the glue freed every session, once");
 	tap_is_int(t.dead_sends, 0, "no reply was offered for a dead session");
 	tap_ok(t.core->sessions == NULL && t.core->n_sessions == 0 && t.core->accts == NULL &&
-		       t.core->exports == NULL && t.core->endpoints == NULL &&
-		       t.core->n_regions == 0 && t.core->bytes == 0,
+		       t.core->exports == NULL && t.core->endpoint_names.n == 0 &&
+		       t.core->export_names.n == 0 && t.core->n_regions == 0 && t.core->bytes == 0,
 	       "the core is empty again");
 	th_fini(&t);
 	tap_plan_done();

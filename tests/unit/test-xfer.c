@@ -1100,8 +1100,8 @@ int main(void)
 	tap_is_int(t.dead_sends, 0, "no reply offered for a dead session");
 	tap_is_int(t.n_freed, t.core->next_id - 1, "every session freed once");
 	tap_ok(t.core->sessions == NULL && t.core->accts == NULL && t.core->exports == NULL &&
-		       t.core->endpoints == NULL && t.core->remotes == NULL &&
-		       t.core->n_regions == 0 && t.n_ops == 0,
+		       t.core->endpoint_names.n == 0 && t.core->export_names.n == 0 &&
+		       t.core->remotes == NULL && t.core->n_regions == 0 && t.n_ops == 0,
 	       "nothing is left");
 	th_fini(&t);
 	tap_plan_done();

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+#include "base/nametab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NAMETAB_FIRST 64u
+
+static uint64_t rotl(uint64_t x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+#define SIPROUND                   \
+	do {                       \
+		v0 += v1;          \
+		v1 = rotl(v1, 13); \
+		v1 ^= v0;          \
+		v0 = rotl(v0, 32); \
+		v2 += v3;          \
+		v3 = rotl(v3, 16); \
+		v3 ^= v2;          \
+		v0 += v3;          \
+		v3 = rotl(v3, 21); \
+		v3 ^= v0;          \
+		v2 += v1;          \
+		v1 = rotl(v1, 17); \
+		v1 ^= v2;          \
+		v2 = rotl(v2, 32); \
+	} while (0)
+
+/* SipHash-1-3 of @len bytes at @p with @k (Aumasson and Bernstein). */
+static uint64_t siphash13(const uint64_t k[2], const unsigned char *p, size_t len)
+{
+	uint64_t v0 = 0x736f6d6570736575ull ^ k[0], v1 = 0x646f72616e646f6dull ^ k[1];
+	uint64_t v2 = 0x6c7967656e657261ull ^ k[0], v3 = 0x7465646279746573ull ^ k[1];
+	uint64_t m, b = (uint64_t)len << 56;
+	size_t i;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		for (m = 0, i = 0; i < 8; i++)
+			m |= (uint64_t)p[i] << (8 * i);
+		v3 ^= m;
+		SIPROUND;
+		v0 ^= m;
+	}
+	for (i = 0; i < len; i++)
+		b |= (uint64_t)p[i] << (8 * i);
+	v3 ^= b;
+	SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+static int grow(struct nametab *t);
+
+int nametab_init(struct nametab *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (getrandom(t->key, sizeof(t->key), GRND_NONBLOCK) != (ssize_t)sizeof(t->key)) {
+		/* No entropy yet (early boot): still a key nobody chose. */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		t->key[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+		t->key[1] = (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)t;
+	}
+	return grow(t);
+}
+
+void nametab_fini(struct nametab *t)
+{
+	free(t->chains);
+	t->chains = NULL;
+	t->n_chains = t->n = 0;
+}
+
+static uint64_t hash_of(const struct nametab *t, const char *name)
+{
+	return siphash13(t->key, (const unsigned char *)name, strlen(name));
+}
+
+struct name_node *nametab_find(const struct nametab *t, const char *name)
+{
+	struct name_node *n;
+	uint64_t h;
+
+	if (!t->n)
+		return NULL;
+	h = hash_of(t, name);
+	for (n = t->chains[h & (t->n_chains - 1)]; n; n = n->next)
+		if (n->hash == h && !strcmp(n->name, name))
+			return n;
+	return NULL;
+}
+
+/* Twice the chains (or the first ones): 0 or -ENOMEM (then they stay as they are). */
+static int grow(struct nametab *t)
+{
+	size_t nc = t->n_chains ? 2 * t->n_chains : NAMETAB_FIRST, i;
+	struct name_node **c = calloc(nc, sizeof(*c)), *n, *next;
+
+	if (!c)
+		return -ENOMEM;
+	for (i = 0; i < t->n_chains; i++)
+		for (n = t->chains[i]; n; n = next) {
+			next = n->next;
+			n->next = c[n->hash & (nc - 1)];
+			c[n->hash & (nc - 1)] = n;
+		}
+	free(t->chains);
+	t->chains = c;
+	t->n_chains = nc;
+	return 0;
+}
+
+void nametab_add(struct nametab *t, struct name_node *node, const char *name)
+{
+	struct name_node **c;
+
+	if (t->n >= t->n_chains)
+		(void)grow(t); /* else longer chains */
+	node->name = name;
+	node->hash = hash_of(t, name);
+	c = &t->chains[node->hash & (t->n_chains - 1)];
+	node->next = *c;
+	*c = node;
+	t->n++;
+}
+
+void nametab_del(struct nametab *t, struct name_node *node)
+{
+	struct name_node **pp = &t->chains[node->hash & (t->n_chains - 1)];
+
+	while (*pp && *pp != node)
+		pp = &(*pp)->next;
+	if (*pp) {
+		*pp = node->next;
+		t->n--;
+	}
+	node->next = NULL;
+}

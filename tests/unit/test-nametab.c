@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/base/nametab.c: names found, not found, removed and added again
+ * while the table grows; names that differ only at their end (a client
+ * binding endpoints "aaa...0000001", "aaa...0000002", ...) spread over the
+ * chains; two tables hash the same names differently (their keys differ).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../daemon/base/nametab.h"
+#include "tap.h"
+
+#define N 100000
+
+struct obj {
+	struct name_node node;
+	char name[64];
+};
+
+static struct obj *objs;
+
+static void name_of(char *buf, unsigned i)
+{
+	memset(buf, 'a', 56);
+	snprintf(buf + 56, 8, "%07u", i);
+}
+
+static struct obj *find(const struct nametab *t, const char *name)
+{
+	struct name_node *n = nametab_find(t, name);
+
+	return n ? NAMETAB_ENTRY(n, struct obj, node) : NULL;
+}
+
+/* The longest chain, and how many chains have a name. */
+static size_t longest(const struct nametab *t, size_t *used)
+{
+	size_t i, len, max = 0;
+	struct name_node *n;
+
+	*used = 0;
+	for (i = 0; i < t->n_chains; i++) {
+		for (len = 0, n = t->chains[i]; n; n = n->next)
+			len++;
+		*used += len > 0;
+		if (len > max)
+			max = len;
+	}
+	return max;
+}
+
+int main(void)
+{
+	struct nametab t, u, v;
+	unsigned i, ok;
+	size_t used, max;
+	char name[64];
+
+	objs = calloc(N, sizeof(*objs));
+	if (!objs || nametab_init(&t) < 0 || nametab_init(&u) < 0 || nametab_init(&v) < 0) {
+		perror("nametab");
+		return 1;
+	}
+	tap_ok(find(&t, "x") == NULL, "an empty table finds nothing");
+	for (i = 0; i < N; i++) {
+		name_of(objs[i].name, i);
+		nametab_add(&t, &objs[i].node, objs[i].name);
+	}
+	tap_is_int(t.n, N, "100000 names added");
+	tap_ok(t.n_chains >= N && (t.n_chains & (t.n_chains - 1)) == 0,
+	       "the table grew to at least as many chains as names (%zu), a power of two",
+	       t.n_chains);
+	for (ok = 1, i = 0; i < N; i++) {
+		name_of(name, i);
+		ok &= find(&t, name) == &objs[i];
+	}
+	tap_ok(ok, "each name finds its own object");
+	name_of(name, N);
+	tap_ok(find(&t, name) == NULL && find(&t, "") == NULL && find(&t, "aaaa") == NULL,
+	       "names not added are not found (a longer one, the empty one, a prefix)");
+	max = longest(&t, &used);
+	/* Uniform hashing: ~63 % of the chains used, the longest ~8. One chain: 100000. */
+	tap_ok(max <= 16 && used > t.n_chains / 2,
+	       "names that differ only at their end spread out: longest chain %zu, %zu of %zu "
+	       "chains used",
+	       max, used, t.n_chains);
+	for (i = 0; i < N; i += 2)
+		nametab_del(&t, &objs[i].node);
+	for (ok = 1, i = 0; i < N; i++) {
+		name_of(name, i);
+		ok &= find(&t, name) == (i % 2 ? &objs[i] : NULL);
+	}
+	tap_ok(ok && t.n == N / 2, "every other name removed: those are gone, the rest found");
+	for (i = 0; i < N; i += 2)
+		nametab_add(&t, &objs[i].node, objs[i].name);
+	for (ok = 1, i = 0; i < N; i++) {
+		name_of(name, i);
+		ok &= find(&t, name) == &objs[i];
+	}
+	tap_ok(ok && t.n == N, "added again: all found");
+	{
+		struct obj x = { .name = "endpoint" }, y = { .name = "endpoint" };
+
+		nametab_add(&u, &x.node, x.name);
+		nametab_add(&v, &y.node, y.name);
+		tap_ok(x.node.hash != y.node.hash && find(&u, "endpoint") == &x &&
+			       find(&v, "endpoint") == &y,
+		       "two tables hash the same name differently (keys drawn at start)");
+		nametab_del(&u, &x.node);
+		tap_ok(find(&u, "endpoint") == NULL && u.n == 0, "the only name removed");
+	}
+	nametab_fini(&t);
+	nametab_fini(&u);
+	nametab_fini(&v);
+	free(objs);
+	tap_plan_done();
+	return tap_exit();
+}
