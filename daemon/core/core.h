@@ -239,7 +239,7 @@ struct core {
 	struct u64map by_peer_id;      /* exports looked up by peers, by the id they were given */
 	uint64_t next_peer_id;
 	struct remote *remotes;
-	struct nametab export_names;   /* the exports on the list above, by name */
+	struct nametab export_names;   /* @exports (not exports_adding), by name */
 	struct nametab endpoint_names; /* bound endpoints, by name */
 	size_t n_regions;	       /* live mappings, for status */
 	uint64_t bytes;
