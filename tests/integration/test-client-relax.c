@@ -610,8 +610,9 @@ static void gone_write(void)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	while ((ns = since_ns(&t0)) < GONE_NS && (n = rp_poll(c, &comp, 1)) == 0) {
+		/* Read the clock after the call: @ns is from before this poll. */
 		if (rp_relax(c) == 1 && !gave++)
-			first = ns;
+			first = since_ns(&t0);
 	}
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 	if (kill(daemon_pid, SIGCONT) < 0)
