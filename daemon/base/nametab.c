@@ -2,6 +2,7 @@
 #include "base/nametab.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -9,6 +10,8 @@
 #include <unistd.h>
 
 #define NAMETAB_FIRST 64u
+/* Chains moved from the old to the new array at each add while growing. */
+#define NAMETAB_STEP 64u
 
 static uint64_t rotl(uint64_t x, int b)
 {
@@ -79,8 +82,9 @@ int nametab_init(struct nametab *t)
 void nametab_fini(struct nametab *t)
 {
 	free(t->chains);
-	t->chains = NULL;
-	t->n_chains = t->n = 0;
+	free(t->old);
+	t->chains = t->old = NULL;
+	t->n_chains = t->n_old = t->moved = t->n = 0;
 }
 
 static uint64_t hash_of(const struct nametab *t, const char *name)
@@ -88,35 +92,64 @@ static uint64_t hash_of(const struct nametab *t, const char *name)
 	return siphash13(t->key, (const unsigned char *)name, strlen(name));
 }
 
+/* Where a node of hash @h is: its new chain, or its old one while not moved yet. */
+static struct name_node **chain_of(const struct nametab *t, uint64_t h, bool old)
+{
+	if (old) {
+		size_t i = h & (t->n_old - 1);
+
+		return t->old && i >= t->moved ? &t->old[i] : NULL;
+	}
+	return &t->chains[h & (t->n_chains - 1)];
+}
+
 struct name_node *nametab_find(const struct nametab *t, const char *name)
 {
-	struct name_node *n;
+	struct name_node **c, *n;
 	uint64_t h;
+	int old;
 
 	if (!t->n)
 		return NULL;
 	h = hash_of(t, name);
-	for (n = t->chains[h & (t->n_chains - 1)]; n; n = n->next)
-		if (n->hash == h && !strcmp(n->name, name))
-			return n;
+	for (old = 0; old < 2; old++)
+		for (c = chain_of(t, h, old), n = c ? *c : NULL; n; n = n->next)
+			if (n->hash == h && !strcmp(n->name, name))
+				return n;
 	return NULL;
+}
+
+/* Move up to NAMETAB_STEP old chains to the new array; free the old one once empty. */
+static void step(struct nametab *t)
+{
+	size_t end = t->moved + NAMETAB_STEP < t->n_old ? t->moved + NAMETAB_STEP : t->n_old;
+	struct name_node *n, *next, **c;
+
+	for (; t->moved < end; t->moved++)
+		for (n = t->old[t->moved], t->old[t->moved] = NULL; n; n = next) {
+			next = n->next;
+			c = &t->chains[n->hash & (t->n_chains - 1)];
+			n->next = *c;
+			*c = n;
+		}
+	if (t->moved == t->n_old) {
+		free(t->old);
+		t->old = NULL;
+		t->n_old = t->moved = 0;
+	}
 }
 
 /* Twice the chains (or the first ones): 0 or -ENOMEM (then they stay as they are). */
 static int grow(struct nametab *t)
 {
-	size_t nc = t->n_chains ? 2 * t->n_chains : NAMETAB_FIRST, i;
-	struct name_node **c = calloc(nc, sizeof(*c)), *n, *next;
+	size_t nc = t->n_chains ? 2 * t->n_chains : NAMETAB_FIRST;
+	struct name_node **c = calloc(nc, sizeof(*c));
 
 	if (!c)
 		return -ENOMEM;
-	for (i = 0; i < t->n_chains; i++)
-		for (n = t->chains[i]; n; n = next) {
-			next = n->next;
-			n->next = c[n->hash & (nc - 1)];
-			c[n->hash & (nc - 1)] = n;
-		}
-	free(t->chains);
+	t->old = t->chains;
+	t->n_old = t->old ? t->n_chains : 0;
+	t->moved = 0;
 	t->chains = c;
 	t->n_chains = nc;
 	return 0;
@@ -126,11 +159,13 @@ void nametab_add(struct nametab *t, struct name_node *node, const char *name)
 {
 	struct name_node **c;
 
-	if (t->n >= t->n_chains)
-		(void)grow(t); /* else longer chains */
+	if (t->old)
+		step(t);
+	else if (t->n >= t->n_chains && grow(t) == 0 && t->old)
+		step(t); /* else longer chains */
 	node->name = name;
 	node->hash = hash_of(t, name);
-	c = &t->chains[node->hash & (t->n_chains - 1)];
+	c = chain_of(t, node->hash, false);
 	node->next = *c;
 	*c = node;
 	t->n++;
@@ -138,13 +173,17 @@ void nametab_add(struct nametab *t, struct name_node *node, const char *name)
 
 void nametab_del(struct nametab *t, struct name_node *node)
 {
-	struct name_node **pp = &t->chains[node->hash & (t->n_chains - 1)];
+	struct name_node **pp;
+	int old;
 
-	while (*pp && *pp != node)
-		pp = &(*pp)->next;
-	if (*pp) {
-		*pp = node->next;
-		t->n--;
+	for (old = 0; old < 2; old++) {
+		for (pp = chain_of(t, node->hash, old); pp && *pp && *pp != node; pp = &(*pp)->next)
+			;
+		if (pp && *pp) {
+			*pp = node->next;
+			t->n--;
+			break;
+		}
 	}
 	node->next = NULL;
 }

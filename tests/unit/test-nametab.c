@@ -3,7 +3,9 @@
  * daemon/base/nametab.c: names found, not found, removed and added again
  * while the table grows; names that differ only at their end (a client
  * binding endpoints "aaa...0000001", "aaa...0000002", ...) spread over the
- * chains; two tables hash the same names differently (their keys differ).
+ * chains; two tables hash the same names differently (their keys differ);
+ * while the table grows, names are found wherever they are (the old chains
+ * or the new), and removed and added back.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,11 +66,22 @@ int main(void)
 		return 1;
 	}
 	tap_ok(find(&t, "x") == NULL, "an empty table finds nothing");
-	for (i = 0; i < N; i++) {
+	for (ok = 1, i = 0; i < N; i++) {
 		name_of(objs[i].name, i);
 		nametab_add(&t, &objs[i].node, objs[i].name);
+		/* While the names move to twice the chains, a few chains per add. */
+		ok &= find(&t, objs[i / 2].name) == &objs[i / 2] &&
+		      find(&t, objs[i].name) == &objs[i];
+		if (t.old && i % 7 == 0) { /* an older one removed and added back mid-move */
+			nametab_del(&t, &objs[i / 3].node);
+			ok &= find(&t, objs[i / 3].name) == NULL && t.n == i;
+			nametab_add(&t, &objs[i / 3].node, objs[i / 3].name);
+		}
 	}
+	tap_ok(ok, "while the table grows (names moved a few chains per add), every name is "
+		   "found, and one removed mid-move is gone until added again");
 	tap_is_int(t.n, N, "100000 names added");
+	tap_ok(t.old == NULL, "the last move is over: no old chains left");
 	tap_ok(t.n_chains >= N && (t.n_chains & (t.n_chains - 1)) == 0,
 	       "the table grew to at least as many chains as names (%zu), a power of two",
 	       t.n_chains);
