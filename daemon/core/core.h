@@ -317,6 +317,7 @@ struct region {
 	bool huge;		/* hugetlbfs: a page may vanish (copy with guarded_memmove()) */
 	struct session *waiter; /* held: its REGION_FREE is answered once it is unmapped */
 	struct rp_hdr waiter_h;
+	struct export *exports; /* its public exports (export->rnext), for region frees */
 };
 
 /*
@@ -428,6 +429,7 @@ struct looker {
 /* clang-format off */
 struct export {
 	struct export *next, **pprev; /* core->exports, or exports_adding (no pprev) */
+	struct export *rnext, **rpprev; /* region->exports while on core->exports */
 	struct name_node node;	       /* in core->export_names while on core->exports */
 	struct core *core;
 	unsigned refs; /* the name table + remote handles + operations */

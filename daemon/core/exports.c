@@ -40,6 +40,11 @@ static void export_link(struct core *c, struct export *e)
 	e->pprev = &c->exports;
 	c->exports = e;
 	nametab_add(&c->export_names, &e->node, e->name);
+	e->rnext = e->region->exports;
+	if (e->rnext)
+		e->rnext->rpprev = &e->rnext;
+	e->rpprev = &e->region->exports;
+	e->region->exports = e;
 }
 
 static void export_unlink(struct core *c, struct export *e)
@@ -50,6 +55,11 @@ static void export_unlink(struct core *c, struct export *e)
 		e->next->pprev = e->pprev;
 	e->next = NULL;
 	e->pprev = NULL;
+	*e->rpprev = e->rnext;
+	if (e->rnext)
+		e->rnext->rpprev = e->rpprev;
+	e->rnext = NULL;
+	e->rpprev = NULL;
 }
 
 /* Exports are bounded per uid (by max_regions): each costs memory and lookups. */
@@ -596,13 +606,11 @@ int export_remove(struct core *c, struct session *s, const struct rp_hdr *h, uin
 
 void export_remove_region(struct core *c, struct region *r)
 {
-	struct export **pp, *e, *next;
+	struct export **pp, *e;
 
-	for (e = c->exports; e; e = next) {
-		next = e->next;
-		if (e->region == r)
-			export_kill(c, e); /* may free @e, not @next */
-	}
+	/* Its own list: not a walk past every other user's exports. */
+	while ((e = r->exports))
+		export_kill(c, e); /* unlinks it */
 	/* Not public yet: its job finds it dead and answers the EXPORT with an error. */
 	pp = &c->exports_adding;
 	while (*pp)
