@@ -140,8 +140,13 @@ static unsigned exports_of(const struct core *c, const struct region *r, const s
 	const struct export *e;
 	unsigned n = 0;
 
+	if (r) {
+		for (e = r->exports; e; e = e->rnext)
+			n++;
+		return n;
+	}
 	for (e = c->exports; e; e = e->next)
-		if (!e->dead && (r ? e->region == r : e->s == s))
+		if (!e->dead && e->s == s)
 			n++;
 	return n;
 }
@@ -278,17 +283,6 @@ static void fill_region(const struct session *s, const struct region *r, const s
 	}
 }
 
-/* The @k-th live export of @r, or NULL. */
-static const struct export *nth_export(const struct core *c, const struct region *r, unsigned k)
-{
-	const struct export *e;
-
-	for (e = c->exports; e; e = e->next)
-		if (!e->dead && e->region == r && k-- == 0)
-			return e;
-	return NULL;
-}
-
 /* Export @k of @r (NULL: the region's record without exports) is shown to @w. */
 static bool shown(const struct viewer *w, const struct session *s, const struct export *e)
 {
@@ -299,12 +293,13 @@ static bool shown(const struct viewer *w, const struct session *s, const struct 
 static unsigned exports_shown(const struct viewer *w, const struct session *s,
 			      const struct region *r, unsigned ne)
 {
-	unsigned k, n = 0;
+	const struct export *e;
+	unsigned n = 0;
 
 	if (sees_all(w, s))
 		return ne;
-	for (k = 0; k < ne; k++)
-		n += shown(w, s, nth_export(s->core, r, k));
+	for (e = r->exports; e; e = e->rnext)
+		n += shown(w, s, e);
 	return n;
 }
 
@@ -319,14 +314,16 @@ static void page_regions(struct page *p, const struct viewer *w, const struct se
 
 	for (i = 0; i < s->regions.n; i++) {
 		const struct region *r = s->regions.v[i];
+		const struct export *e;
 		unsigned ne, nshown, k;
 
 		if (!r)
 			continue;
+		e = r->exports;
 		ne = exports_of(s->core, r, NULL);
 		nshown = exports_shown(w, s, r, ne);
-		for (k = 0; k < (ne ? ne : 1) && k <= 0xffff; k++) {
-			const struct export *e = nth_export(s->core, r, k);
+		/* The region's own list, newest first: record k is its k-th export. */
+		for (k = 0; k < (ne ? ne : 1) && k <= 0xffff; k++, e = e ? e->rnext : NULL) {
 			uint64_t key = region_key(s, i + 1, k);
 			struct rp_admin_region *rec;
 
