@@ -135,19 +135,13 @@ static int sorted_sessions(struct core *c, struct session ***ret, size_t *ret_n)
 	return 0;
 }
 
-static unsigned exports_of(const struct core *c, const struct region *r, const struct session *s)
+static unsigned exports_of(const struct region *r)
 {
 	const struct export *e;
 	unsigned n = 0;
 
-	if (r) {
-		for (e = r->exports; e; e = e->rnext)
-			n++;
-		return n;
-	}
-	for (e = c->exports; e; e = e->next)
-		if (!e->dead && e->s == s)
-			n++;
+	for (e = r->exports; e; e = e->rnext)
+		n++;
 	return n;
 }
 
@@ -167,14 +161,19 @@ static bool sees_all(const struct viewer *w, const struct session *owner)
 	return w->admin || owner->cred.uid == w->s->cred.uid;
 }
 
-/* Exports of @s that @w may open. */
+/* Exports of @s that @w may open: its regions' lists, not every export on the node. */
 static unsigned exports_shown_of(const struct viewer *w, const struct session *s)
 {
 	const struct export *e;
 	unsigned n = 0;
+	uint32_t i;
 
-	for (e = s->core->exports; e; e = e->next)
-		n += !e->dead && e->s == s && export_may_open_local(e, w->s);
+	for (i = 0; i < s->regions.n; i++) {
+		const struct region *r = s->regions.v[i];
+
+		for (e = r ? r->exports : NULL; e; e = e->rnext)
+			n += export_may_open_local(e, w->s);
+	}
 	return n;
 }
 
@@ -199,7 +198,7 @@ static void fill_client(const struct viewer *w, const struct session *s,
 	}
 	for (i = 0; i < s->endpoints.n; i++)
 		rec->endpoints += s->endpoints.v[i] != NULL;
-	rec->exports = sees_all(w, s) ? exports_of(s->core, NULL, s) : exports_shown_of(w, s);
+	rec->exports = sees_all(w, s) ? s->exports : exports_shown_of(w, s);
 	rec->inflight = s->rings.cq_reserved;
 	rec->ops = st->ops;
 	rec->errors = st->errors;
@@ -320,7 +319,7 @@ static void page_regions(struct page *p, const struct viewer *w, const struct se
 		if (!r)
 			continue;
 		e = r->exports;
-		ne = exports_of(s->core, r, NULL);
+		ne = exports_of(r);
 		nshown = exports_shown(w, s, r, ne);
 		/* The region's own list, newest first: record k is its k-th export. */
 		for (k = 0; k < (ne ? ne : 1) && k <= 0xffff; k++, e = e ? e->rnext : NULL) {

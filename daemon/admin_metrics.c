@@ -110,19 +110,16 @@ static void resources(struct text *t, const struct admin_ctx *ctx)
 {
 	const struct core *c = ctx->core;
 	const struct uid_acct *a;
-	const struct export *e;
-	unsigned long long inflight = 0, exports = 0;
+	unsigned long long inflight = 0;
 
 	for (a = c ? c->accts : NULL; a; a = a->next)
 		inflight += a->inflight;
-	for (e = c ? c->exports : NULL; e; e = e->next)
-		exports += !e->dead;
 	gauge1(t, "rdmaproxy_clients", "Connected client sessions.", c ? c->n_sessions : 0);
 	gauge1(t, "rdmaproxy_regions", "Registered regions, including those kept for operations.",
 	       c ? c->n_regions : 0);
 	gauge1(t, "rdmaproxy_registered_bytes", "Bytes of registered client memory.",
 	       c ? c->bytes : 0);
-	gauge1(t, "rdmaproxy_exports", "Regions published under a name.", exports);
+	gauge1(t, "rdmaproxy_exports", "Regions published under a name.", c ? c->n_exports : 0);
 	gauge1(t, "rdmaproxy_inflight_operations", "Operations accepted and not yet completed.",
 	       inflight);
 	gauge1(t, "rdmaproxy_jobs_running",

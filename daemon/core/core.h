@@ -128,6 +128,7 @@ struct uid_acct {
 	unsigned conns;
 	unsigned regions;
 	unsigned endpoints; /* bound (bounded by max_regions, as exports are) */
+	unsigned exports;   /* public and being added (bounded by max_regions) */
 	unsigned inflight;
 	uint64_t bytes;
 	/* Its jobs (core_job_run()): waiting, in order; handed to the glue, not done yet. */
@@ -182,6 +183,7 @@ struct session {
 	uint16_t version;     /* 0 until HELLO succeeded */
 	bool dead;	      /* hung up or misbehaved: stop touching its rings */
 	unsigned exporting;   /* its EXPORTs whose MR is being registered */
+	unsigned exports;     /* its public exports */
 	bool detached;	      /* the glue is done with it; freed when ops_pending drops to 0 */
 	unsigned ops_pending; /* operations, lookups and replies that still refer to it */
 	struct uid_acct *acct;
@@ -240,6 +242,7 @@ struct core {
 	uint64_t next_peer_id;
 	struct remote *remotes;
 	struct nametab export_names;   /* @exports (not exports_adding), by name */
+	unsigned n_exports;	       /* on @exports */
 	struct nametab endpoint_names; /* bound endpoints, by name */
 	size_t n_regions;	       /* live mappings, for status */
 	uint64_t bytes;
@@ -506,7 +509,6 @@ int export_remove(struct core *c, struct session *s, const struct rp_hdr *h, uin
 /* Withdraw every export of @r (region freed or client gone). */
 void export_remove_region(struct core *c, struct region *r);
 struct export *export_find(struct core *c, const char *name);
-unsigned exports_of_uid(const struct core *c, uid_t uid);
 struct export *export_ref(struct export *e);
 void export_unref(struct export *e);
 /* Hold the export's MR (an operation or a peer may still reach it) / let it go. */

@@ -45,6 +45,9 @@ static void export_link(struct core *c, struct export *e)
 		e->rnext->rpprev = &e->rnext;
 	e->rpprev = &e->region->exports;
 	e->region->exports = e;
+	c->n_exports++;
+	e->s->exports++;
+	e->region->acct->exports++;
 }
 
 static void export_unlink(struct core *c, struct export *e)
@@ -60,19 +63,9 @@ static void export_unlink(struct core *c, struct export *e)
 		e->rnext->rpprev = e->rpprev;
 	e->rnext = NULL;
 	e->rpprev = NULL;
-}
-
-/* Exports are bounded per uid (by max_regions): each costs memory and lookups. */
-unsigned exports_of_uid(const struct core *c, uid_t uid)
-{
-	const struct export *e;
-	unsigned n = 0;
-
-	for (e = c->exports; e; e = e->next)
-		n += e->s && e->s->cred.uid == uid;
-	for (e = c->exports_adding; e; e = e->next)
-		n += e->s && e->s->cred.uid == uid;
-	return n;
+	c->n_exports--;
+	e->s->exports--;
+	e->region->acct->exports--;
 }
 
 static unsigned vmr_access(uint32_t access)
@@ -152,6 +145,7 @@ static void unlink_adding(struct core *c, struct export *e)
 		if (*pp == e) {
 			*pp = e->next;
 			e->next = NULL;
+			e->region->acct->exports--;
 			return;
 		}
 }
@@ -252,6 +246,7 @@ int export_add(struct session *s, const struct rp_hdr *h, struct region *r, cons
 	e->job = j;
 	e->next = c->exports_adding;
 	c->exports_adding = e;
+	r->acct->exports++;
 	core_job_run(&j->job, j->r->acct);
 	return EXPORT_LATER;
 }
@@ -615,6 +610,7 @@ void export_remove_region(struct core *c, struct region *r)
 	pp = &c->exports_adding;
 	while (*pp)
 		if ((*pp)->region == r) {
+			r->acct->exports--;
 			(*pp)->dead = true;
 			mr_job_cancel((*pp)->job);
 			*pp = (*pp)->next;

@@ -201,7 +201,7 @@ static int export_status(struct session *s, const struct rp_hdr *h, const struct
 		return -RP_EBADHANDLE;
 	if (!req->access || (req->access & ~all))
 		return -EINVAL;
-	if (exports_of_uid(s->core, s->cred.uid) >= s->core->cfg->max_regions)
+	if (r->acct->exports >= s->core->cfg->max_regions)
 		return -RP_ELIMIT_EXPORTS;
 	return export_add(s, h, r, req->name, req->access, acl);
 }

@@ -862,7 +862,8 @@ void pb_fini(struct pb *pb)
 	need(t->n_freed == pb->sessions && t->dead_sends == 0);
 	need(!t->core->sessions && !t->core->accts && !t->core->exports &&
 	     !t->core->endpoint_names.n && !t->core->export_names.n && !t->core->remotes &&
-	     !t->core->n_regions && !t->core->bytes && !t->core->by_peer_id.n);
+	     !t->core->n_exports && !t->core->n_regions && !t->core->bytes &&
+	     !t->core->by_peer_id.n);
 	th_fini(t);
 }
 

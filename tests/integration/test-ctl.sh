@@ -125,6 +125,7 @@ ok $? "peers --json: name, address, transport, state, since"
 [ $? -eq 0 ] && [ "$(wc -c <"$T_DIR/metrics.txt")" -gt 4096 ] &&
 	grep -q '^rdmaproxy_regions 40$' "$T_DIR/metrics.txt" &&
 	grep -q '^rdmaproxy_clients 62$' "$T_DIR/metrics.txt" &&
+	grep -q '^rdmaproxy_exports 22$' "$T_DIR/metrics.txt" &&
 	grep -q '^rdmaproxy_registered_bytes 2621440$' "$T_DIR/metrics.txt" &&
 	grep -q '^rdmaproxy_operations_total{op="write"} 5$' "$T_DIR/metrics.txt" &&
 	grep -q '^rdmaproxy_errors_total{kind="remote"} 1$' "$T_DIR/metrics.txt" &&

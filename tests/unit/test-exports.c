@@ -49,8 +49,9 @@ static void test_add_find(struct th_session *a, struct th_session *b)
 	tap_ok(export_find(t.core, "nope") == NULL, "an unknown name is not found");
 	tap_ok(export_find(t.core, "on") == NULL && export_find(t.core, "one1") == NULL,
 	       "names match whole");
-	tap_is_int(exports_of_uid(t.core, 1000), 1, "one export of uid 1000");
-	tap_is_int(exports_of_uid(t.core, 1001), 1, "one of uid 1001");
+	tap_ok(ra->acct->exports == 1 && a->s.exports == 1 && rb->acct->exports == 1 &&
+		       b->s.exports == 1 && t.core->n_exports == 2,
+	       "one export of uid 1000, one of uid 1001, counted per uid, client and node");
 
 	tap_is_int(export_remove(t.core, &b->s, &h, ra->id, "one"), -ENOENT,
 		   "another session cannot withdraw it");
@@ -318,8 +319,8 @@ int main(void)
 	tap_ok(t.core->remotes == NULL, "closing the sessions freed every remote");
 	th_session_close(b);
 	tap_is_int(t.n_freed, 4, "every session freed once");
-	tap_ok(t.core->exports == NULL && t.core->n_regions == 0 && t.core->accts == NULL &&
-		       t.core->by_peer_id.n == 0,
+	tap_ok(t.core->exports == NULL && t.core->n_exports == 0 && t.core->n_regions == 0 &&
+		       t.core->accts == NULL && t.core->by_peer_id.n == 0,
 	       "nothing is left");
 	th_fini(&t);
 	tap_plan_done();

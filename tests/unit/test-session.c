@@ -403,12 +403,14 @@ static void test_export_limit(struct th_session *ts)
 	tap_is_int(ok, 3, "max_regions exports per uid");
 	tap_is_int(th_export(ts, r, RP_ACCESS_REMOTE_READ, "lim3"), -RP_ELIMIT_EXPORTS,
 		   "one more is refused");
-	tap_is_int(exports_of_uid(t.core, ts->s.cred.uid), 3, "exports_of_uid counts them");
+	tap_ok(ts->s.acct->exports == 3 && ts->s.exports == 3 && t.core->n_exports == 3,
+	       "the uid, the client and the node count them");
 	th_unexport(ts, r, "lim0");
 	tap_is_int(th_export(ts, r, RP_ACCESS_REMOTE_READ, "lim3"), 0,
 		   "an UNEXPORT makes room again");
 	th_region_free(ts, r);
-	tap_is_int(exports_of_uid(t.core, ts->s.cred.uid), 0, "freeing the region withdrew all");
+	tap_ok(ts->s.acct->exports == 0 && ts->s.exports == 0 && t.core->n_exports == 0,
+	       "freeing the region withdrew all, and the counts say so");
 
 	/* Endpoints too, per uid across its sessions; a list or none, the same. */
 	{
@@ -648,7 +650,8 @@ int main(void)
 	tap_is_int(t.dead_sends, 0, "no reply was offered for a dead session");
 	tap_ok(t.core->sessions == NULL && t.core->n_sessions == 0 && t.core->accts == NULL &&
 		       t.core->exports == NULL && t.core->endpoint_names.n == 0 &&
-		       t.core->export_names.n == 0 && t.core->n_regions == 0 && t.core->bytes == 0,
+		       t.core->export_names.n == 0 && t.core->n_exports == 0 &&
+		       t.core->n_regions == 0 && t.core->bytes == 0,
 	       "the core is empty again");
 	th_fini(&t);
 	tap_plan_done();

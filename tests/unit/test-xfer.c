@@ -1101,7 +1101,8 @@ int main(void)
 	tap_is_int(t.n_freed, t.core->next_id - 1, "every session freed once");
 	tap_ok(t.core->sessions == NULL && t.core->accts == NULL && t.core->exports == NULL &&
 		       t.core->endpoint_names.n == 0 && t.core->export_names.n == 0 &&
-		       t.core->remotes == NULL && t.core->n_regions == 0 && t.n_ops == 0,
+		       t.core->remotes == NULL && t.core->n_exports == 0 &&
+		       t.core->n_regions == 0 && t.n_ops == 0,
 	       "nothing is left");
 	th_fini(&t);
 	tap_plan_done();
