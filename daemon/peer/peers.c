@@ -316,6 +316,11 @@ void peer_x_ours(struct peer_link *l)
 	l->err = -ESHUTDOWN;
 }
 
+bool peer_x_pending(const struct peer_link *l)
+{
+	return link_pending(l);
+}
+
 void peer_x_connected(struct peer_link *l)
 {
 	struct pp_hello hello;

@@ -291,6 +291,12 @@ void peer_x_failed(struct peer_link *link, int err, const char *why);
  * the connector's failed handshake.
  */
 void peer_x_ours(struct peer_link *link);
+/*
+ * An accepted connection whose other side has not proved the key yet: a
+ * transport may drop it (after peer_x_ours()) to free a shared resource its
+ * own outbound connections need (verbs: CQ room).
+ */
+bool peer_x_pending(const struct peer_link *link);
 
 /* An outgoing op's exactly-once report (see above); on 0, op->len bytes moved. */
 void peer_x_op_done(struct peer_op *op, int status);

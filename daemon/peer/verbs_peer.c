@@ -64,6 +64,7 @@
 #define VP_RESOLVE_MS 2000
 #define VP_CONNECT_MS 10000 /* address + route + CM exchange */
 #define VP_FLUSH_MS 3000
+#define VP_EVICT_MS 2000 /* see room_evict() */
 #define VP_BACKLOG 64
 #define VP_RD_ATOMIC_MAX 16
 
@@ -148,6 +149,7 @@ struct vdrop {
 };
 
 static bool leave(struct vtransport *t);
+static void room_give(struct vtransport *t);
 
 /* Teardown order: QP, then the cm_id. */
 static void drop_verbs(struct vconn *c)
@@ -174,6 +176,8 @@ static void conn_free(struct vconn *c, bool drained)
 	vc_io_free(c);
 	rdev_cq_unclaim(t->d, c->cq_share);
 	c->cq_share = 0;
+	/* Before anything else can claim it (peer_x_failed() may dial). */
+	room_give(t);
 	if (link) {
 		log_info("verbs peer %s: connection closed: %s", c->addr, c->why);
 		peer_x_failed(link, c->err, c->why);
@@ -291,28 +295,95 @@ static int conn_new(struct vtransport *t, struct rdma_cm_id *id, bool outbound, 
 	c->outbound = outbound;
 	c->sq = t->sq_depth;
 	c->rq = t->rq_depth;
-	c->deadline_ms = ev_now_ms(t->ev) + VP_CONNECT_MS;
+	c->created_ms = ev_now_ms(t->ev);
+	c->deadline_ms = c->created_ms + VP_CONNECT_MS;
 	c->next = t->conns;
 	t->conns = c;
 	*ret = c;
 	return 0;
 }
 
+/* Inbound connections whose other side has not proved the key yet. */
+static bool conn_pending(const struct vconn *c)
+{
+	return !c->outbound && c->link && c->cq_share && c->state < VC_FAILING &&
+	       peer_x_pending(c->link);
+}
+
 /* Claim this connection's worst case on the device CQ (rdma_dev.h). */
 static int cq_reserve(struct vconn *c, char *why, size_t whylen)
 {
 	struct vtransport *t = c->t;
-	uint32_t need = c->sq + c->rq;
+	uint64_t now = ev_now_ms(t->ev), oldest = 0;
+	uint32_t need = c->sq + c->rq, pending = 0;
+	const struct vconn *o;
+	int n;
 
-	if (rdev_cq_claim(t->d, need) < 0) {
-		snprintf(why, whylen,
-			 "completion queue full: %u of cq_depth %u entries unclaimed, a connection "
-			 "needs %u; raise [verbs] cq_depth",
-			 rdev_cq_room(t->d), t->cq_depth, need);
-		return -ENOSPC;
+	if (rdev_cq_claim(t->d, need) == 0) {
+		c->cq_share = need;
+		return 0;
 	}
-	c->cq_share = need;
-	return 0;
+	n = snprintf(why, whylen,
+		     "completion queue full: %u of cq_depth %u entries unclaimed, a connection "
+		     "needs %u; raise [verbs] cq_depth",
+		     rdev_cq_room(t->d), t->cq_depth, need);
+	for (o = t->conns; o; o = o->next)
+		if (conn_pending(o)) {
+			pending++;
+			if (now - o->created_ms > oldest)
+				oldest = now - o->created_ms;
+		}
+	/* Ours: none of them had waited VP_EVICT_MS (room_evict()). */
+	if (c->outbound && pending && n > 0 && (size_t)n < whylen)
+		snprintf(why + n, whylen - (size_t)n,
+			 "; %u unauthenticated inbound hold room (oldest %llu ms)", pending,
+			 (unsigned long long)oldest);
+	return -ENOSPC;
+}
+
+/*
+ * CQ room and connectors that never authenticate. A connection claims its
+ * worst case on the device CQ when it is requested, before the other side
+ * proves the key: with the defaults 19 connections fit, and the peer gate
+ * lets 64 unauthenticated ones in (8 per address). A few addresses that
+ * connect and never authenticate could so hold all of the room for the
+ * peer layer's handshake time (5 s), again and again, and every dial of
+ * ours to a configured peer would find the CQ full.
+ *
+ * Admission stays as it is: refusing inbound connections to keep room for
+ * our dials deadlocks tight meshes (each side keeps its last room for a
+ * dial to the other) and locks out peers we cannot dial. Instead a dial of
+ * ours that finds no room drops the oldest inbound connection that has not
+ * authenticated for VP_EVICT_MS, and waits (VC_ADDR, c->room_wait, within
+ * its own deadline) for that connection's room: conn_free() hands freed room
+ * to waiting dials before anything else can claim it, so a connector that
+ * comes straight back does not get it first. A peer's handshake takes
+ * milliseconds; one not done in VP_EVICT_MS is stuck or hostile, and being
+ * dropped for our room does not count as its failed handshake.
+ *
+ * True when a connection was dropped for @c (which then waits).
+ */
+static bool room_evict(struct vconn *c)
+{
+	struct vtransport *t = c->t;
+	uint64_t now = ev_now_ms(t->ev);
+	struct vconn *o, *v = NULL;
+
+	for (o = t->conns; o; o = o->next)
+		if (conn_pending(o) && o->cq_share >= c->sq + c->rq &&
+		    now - o->created_ms >= VP_EVICT_MS && (!v || o->created_ms < v->created_ms))
+			v = o;
+	if (!v)
+		return false;
+	log_warn("verbs peer %s: dropping the connection from %s, not authenticated after %llu "
+		 "ms: our connection to %s needs its completion queue room",
+		 c->addr, v->addr, (unsigned long long)(now - v->created_ms), c->addr);
+	peer_x_ours(v->link);
+	vc_fail(v, -ENOSPC,
+		"not authenticated after %llu ms: its completion queue room goes to our "
+		"connection to %s",
+		(unsigned long long)(now - v->created_ms), c->addr);
+	return true;
 }
 
 static void fill_hello(const struct vconn *c, struct vp_cm_hello *h)
@@ -417,10 +488,35 @@ static void on_addr_resolved(struct vconn *c)
 			ibv_get_device_name(rdev_context(c->t->d)->device));
 		return;
 	}
+	if (rdev_cq_room(c->t->d) < c->sq + c->rq && room_evict(c)) {
+		c->room_wait = true; /* room_give() goes on */
+		return;
+	}
 	r = setup_start(c, 0, 0, why, sizeof(why));
 	if (r < 0) {
 		log_warn("verbs peer %s: not connecting: %s", c->addr, why);
 		vc_fail(c, r, "%s", why);
+	}
+}
+
+/* Room was freed on the CQ: dials waiting for it (room_evict()) go on first. */
+static void room_give(struct vtransport *t)
+{
+	struct vconn *c;
+	char why[200];
+	int r;
+
+	for (c = t->conns; c && !t->freeing; c = c->next) {
+		if (!c->room_wait || c->state != VC_ADDR)
+			continue;
+		if (rdev_cq_room(t->d) < c->sq + c->rq)
+			return;
+		c->room_wait = false;
+		r = setup_start(c, 0, 0, why, sizeof(why));
+		if (r < 0) {
+			log_warn("verbs peer %s: not connecting: %s", c->addr, why);
+			vc_fail(c, r, "%s", why);
+		}
 	}
 }
 

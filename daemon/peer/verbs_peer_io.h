@@ -246,10 +246,12 @@ struct vconn {
 	bool closed;	 /* ops->close() was called */
 	bool remote_err; /* the far side refused a request: later WRs did not execute */
 	int err;
-	char why[160];
+	char why[200];
 	char addr[64];
+	uint64_t created_ms;
 	uint64_t deadline_ms; /* for VC_ADDR..VC_ACCEPT */
 	uint64_t fail_ms;
+	bool room_wait; /* outbound, VC_ADDR: waits for the CQ room of a connection it dropped */
 	/*
 	 * While set, a job off the loop thread makes the QP and the buffers
 	 * (vc_io_new()): the loop touches none of them, vc_fail() only notes

@@ -6,13 +6,19 @@
  * to RDMA WRITE into it without ever running the HMAC handshake.
  *
  *   vp-intruder HOST PORT
+ *   vp-intruder HOST PORT hold
  *
  * Prints "write: <ibv_wc_status_str>" and exits 0 if the daemon's QP
  * refused the write (a remote access or invalid request NAK), 1 if the
- * write landed, 2 on anything else (setup failure, no answer).
+ * write landed, 2 on anything else (setup failure, no answer). With "hold",
+ * it writes nothing: once connected it prints "connected", then keeps the
+ * connection until the daemon drops it (it never authenticates) and exits 0;
+ * if the daemon refuses the connection it prints the reason the daemon gave
+ * ("rejected: ...") and exits 3.
  */
 #include <infiniband/verbs.h>
 #include <netdb.h>
+#include <stdbool.h>
 #include <rdma/rdma_cma.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +64,10 @@ int main(int argc, char **argv)
 	int n;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc != 3 || getaddrinfo(argv[1], argv[2], &hints, &ai)) {
-		fprintf(stderr, "usage: vp-intruder HOST PORT\n");
+	bool hold = argc == 4 && !strcmp(argv[3], "hold");
+
+	if ((argc != 3 && !hold) || getaddrinfo(argv[1], argv[2], &hints, &ai)) {
+		fprintf(stderr, "usage: vp-intruder HOST PORT [hold]\n");
 		return 2;
 	}
 	ch = rdma_create_event_channel();
@@ -98,6 +106,32 @@ int main(int argc, char **argv)
 	p.initiator_depth = p.responder_resources = 1;
 	p.retry_count = 1;
 	p.rnr_retry_count = 1;
+	if (hold) {
+		if (rdma_connect(id, &p) || rdma_get_cm_event(ch, &ev)) {
+			perror("connect");
+			return 2;
+		}
+		if (ev->event == RDMA_CM_EVENT_REJECTED) {
+			const char *why = ev->param.conn.private_data;
+			int len = (int)ev->param.conn.private_data_len;
+
+			/* The daemon's reason: a NUL-terminated string in the private data. */
+			printf("rejected: %.*s\n", why ? len : 0, why ? why : "");
+			return 3;
+		}
+		if (ev->event != RDMA_CM_EVENT_ESTABLISHED) {
+			fprintf(stderr, "cm event %s\n", rdma_event_str(ev->event));
+			return 2;
+		}
+		rdma_ack_cm_event(ev);
+		printf("connected\n");
+		/* Until the daemon gives up on the handshake that never comes. */
+		if (rdma_get_cm_event(ch, &ev) == 0) {
+			printf("then %s\n", rdma_event_str(ev->event));
+			rdma_ack_cm_event(ev);
+		}
+		return 0;
+	}
 	if (rdma_connect(id, &p) || !(ev = wait_event(ch, RDMA_CM_EVENT_ESTABLISHED))) {
 		perror("connect");
 		return 2;

@@ -25,6 +25,8 @@
 # unauthenticated connector cannot write into B; B sets its connection up and
 # tears it down as jobs off its loop thread. A peer known by a host name that
 # takes seconds to look up does not stop the daemon serving its clients.
+# Connectors that never authenticate cannot keep a daemon's own dials from
+# the CQ room they need.
 set -u
 B=${top_builddir:?}
 . "${top_srcdir:?}/tests/vm/vm-lib.sh"
@@ -503,6 +505,66 @@ print(int(json.load(open(sys.argv[1]))["results"][0]["lat_us"]["max"] / 1000))' 
 	ok $? "QPs and MRs back to the boot baseline ($(qps)/$qp0 QPs, $(mrs)/$mr0 MRs)"
 }
 
+# ------------------------------------------------- CQ room for our own dials
+# Daemon E's device CQ has room for two peer connections, and four loops of
+# connectors that never authenticate keep taking it (each comes straight
+# back when dropped; max_failed_handshakes = 0 stands for an attacker with
+# many addresses). E's link to a peer added by a reload still comes up: a
+# dial that finds no room drops the oldest connector that has not
+# authenticated for 2 s and takes its room before a connector can take it
+# back. Before, every dial found the CQ full while the connectors held it.
+# F never dials E (its address for E has no listener): the link can only
+# be E's own dial.
+cq_evict() {
+	local i room hp=() evicted full young t0
+	rm -f "$D/hold.stop"
+	# local_queue_pairs = 1: 513 entries; a peer connection 256 + 64 = 320.
+	printf '[daemon]\nnode_name = E\nsocket = %s/E.sock\ntransport = verbs\n' "$D" >"$D/E.conf"
+	printf 'listen = %s:7476\nlog_level = debug\n' "${ADDR[A]}" >>"$D/E.conf"
+	printf '[peers]\nmax_failed_handshakes = 0\n' >>"$D/E.conf"
+	printf '[verbs]\nlocal_queue_pairs = 1\ncq_depth = 1253\n' >>"$D/E.conf"
+	printf '[daemon]\nnode_name = F\nsocket = %s/F.sock\ntransport = verbs\n' "$D" >"$D/F.conf"
+	printf 'listen = %s:7478\nlog_level = debug\n' "${ADDR[A]}" >>"$D/F.conf"
+	printf '[peer "E"]\naddress = %s:7499\nkey_file = %s/good.key\n' "${ADDR[A]}" "$D" \
+		>>"$D/F.conf"
+	start E && start F
+	room=$(sed -n 's/.*room for \([0-9]*\) connections in cq_depth 1253.*/\1/p' "$D/E.log" | head -n 1)
+	[ "$room" = 2 ]
+	ok $? "daemon E's CQ has room for 2 peer connections (${room:-?})" || diag "$D/E.log"
+	for i in 1 2 3 4; do
+		(while [ ! -e "$D/hold.stop" ]; do
+			timeout 30 "$B/tests/helpers/vp-intruder" "${ADDR[A]}" 7476 hold
+			sleep 0.05
+		done) >"$D/hold$i.out" 2>&1 &
+		hp+=($!)
+	done
+	wait_for 60 sh -c "[ \$(cat '$D'/hold?.out | grep -c '^connected') -ge 2 ]"
+	ok $? "connectors that never authenticate hold E's CQ room" || diag "$D"/hold?.out
+	printf '[peer "F"]\naddress = %s:7478\nkey_file = %s/good.key\n' "${ADDR[A]}" "$D" \
+		>>"$D/E.conf"
+	t0=$SECONDS
+	"$B/tools/ctl/rdmaproxyctl" -s "$D/E.sock" reload >/dev/null
+	up E F 90
+	ok $? "E's link to peer F comes up while they keep at it ($((SECONDS - t0)) s after the reload)" ||
+		{ grep "peer F\|dropping" "$D/E.log" | tail -n 20 | diag; }
+	# A dial that found the CQ full found no connector old enough to drop.
+	full=$(grep -c "peer F: .*completion queue full" "$D/E.log")
+	young=$(grep "peer F: .*completion queue full" "$D/E.log" |
+		sed -n 's/.*unauthenticated inbound hold room (oldest \([0-9]*\) ms).*/\1/p' |
+		awk '$1 < 2000' | wc -l)
+	evicted=$(grep -c "dropping the connection from .* not authenticated after" "$D/E.log")
+	[ "$full" -eq "$young" ]
+	ok $? "E's dials found the CQ full only while no connector had held room for 2 s ($full found it full, $young of them then; $evicted connector(s) dropped for a dial)" ||
+		{ grep "peer F\|dropping" "$D/E.log" | tail -n 20 | diag; }
+	touch "$D/hold.stop"
+	for i in "${hp[@]}"; do reap 60 "$i"; done
+	kill -TERM "${PID[E]}" "${PID[F]}"
+	reap 60 "${PID[E]}" && reap 60 "${PID[F]}"
+	ok $? "daemons E and F exit cleanly"
+	wait_steady 20 res_are "$qp0" "$mr0"
+	ok $? "QPs and MRs back to the boot baseline ($(qps)/$qp0 QPs, $(mrs)/$mr0 MRs)"
+}
+
 # ---------------------------------------------------------------- two guests
 two_guests() {
 	local other=$([ "$ME" = A ] && echo B || echo A)
@@ -597,7 +659,7 @@ two_guests() {
 	ok $? "QPs and MRs back to the boot baseline ($(qps)/$qp0 QPs, $(mrs)/$mr0 MRs)"
 }
 
-if [ "$NG" -eq 2 ]; then two_guests; else one_guest; name_lookup; fi
+if [ "$NG" -eq 2 ]; then two_guests; else one_guest; name_lookup; cq_evict; fi
 echo "1..$n"
 [ $fail -eq 0 ] || dump
 for p in "${PID[@]}"; do kill -KILL "$p" 2>/dev/null; done
