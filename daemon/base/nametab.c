@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,12 +70,20 @@ int nametab_init(struct nametab *t)
 {
 	memset(t, 0, sizeof(*t));
 	if (getrandom(t->key, sizeof(t->key), GRND_NONBLOCK) != (ssize_t)sizeof(t->key)) {
-		/* No entropy yet (early boot): still a key nobody chose. */
+		/*
+		 * No entropy pool yet (early boot). The kernel still gave this
+		 * process 16 random bytes at exec (AT_RANDOM, what the C library
+		 * takes its stack guard from): nobody else can read them. The
+		 * clock and the table's address make two tables' keys differ.
+		 */
+		const unsigned char *ar = (const unsigned char *)getauxval(AT_RANDOM);
 		struct timespec ts;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		t->key[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-		t->key[1] = (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)t;
+		if (ar)
+			memcpy(t->key, ar, sizeof(t->key));
+		t->key[0] ^= (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+		t->key[1] ^= (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)t;
 	}
 	return grow(t);
 }
