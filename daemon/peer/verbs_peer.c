@@ -64,7 +64,7 @@
 #define VP_RESOLVE_MS 2000
 #define VP_CONNECT_MS 10000 /* address + route + CM exchange */
 #define VP_FLUSH_MS 3000
-#define VP_EVICT_MS 2000 /* see room_evict() */
+#define VP_EVICT_MS 2000 /* see room_wait() */
 #define VP_BACKLOG 64
 #define VP_RD_ATOMIC_MAX 16
 
@@ -176,6 +176,8 @@ static void conn_free(struct vconn *c, bool drained)
 	vc_io_free(c);
 	rdev_cq_unclaim(t->d, c->cq_share);
 	c->cq_share = 0;
+	if (c->room_freeing)
+		t->room_freeing--;
 	/* Before anything else can claim it (peer_x_failed() may dial). */
 	room_give(t);
 	if (link) {
@@ -303,11 +305,15 @@ static int conn_new(struct vtransport *t, struct rdma_cm_id *id, bool outbound, 
 	return 0;
 }
 
-/* Inbound connections whose other side has not proved the key yet. */
+/*
+ * Inbound, holding CQ room, our accept sent (its handshake's turn since
+ * ->ready_ms: the time our own set-up job took is not counted against it),
+ * and the other side has not proved the key yet.
+ */
 static bool conn_pending(const struct vconn *c)
 {
-	return !c->outbound && c->link && c->cq_share && c->state < VC_FAILING &&
-	       peer_x_pending(c->link);
+	return !c->outbound && c->link && c->cq_share &&
+	       (c->state == VC_ACCEPT || c->state == VC_UP) && peer_x_pending(c->link);
 }
 
 /* Claim this connection's worst case on the device CQ (rdma_dev.h). */
@@ -330,11 +336,11 @@ static int cq_reserve(struct vconn *c, char *why, size_t whylen)
 	for (o = t->conns; o; o = o->next)
 		if (conn_pending(o)) {
 			pending++;
-			if (now - o->created_ms > oldest)
-				oldest = now - o->created_ms;
+			if (now - o->ready_ms > oldest)
+				oldest = now - o->ready_ms;
 		}
-	/* Ours: none of them had waited VP_EVICT_MS (room_evict()). */
-	if (c->outbound && pending && n > 0 && (size_t)n < whylen)
+	/* Ours: none of them had had VP_EVICT_MS (room_wait()). */
+	if (c->outbound && n > 0 && (size_t)n < whylen)
 		snprintf(why + n, whylen - (size_t)n,
 			 "; %u unauthenticated inbound hold room (oldest %llu ms)", pending,
 			 (unsigned long long)oldest);
@@ -353,36 +359,43 @@ static int cq_reserve(struct vconn *c, char *why, size_t whylen)
  * Admission stays as it is: refusing inbound connections to keep room for
  * our dials deadlocks tight meshes (each side keeps its last room for a
  * dial to the other) and locks out peers we cannot dial. Instead a dial of
- * ours that finds no room drops the oldest inbound connection that has not
- * authenticated for VP_EVICT_MS, and waits (VC_ADDR, c->room_wait, within
- * its own deadline) for that connection's room: conn_free() hands freed room
- * to waiting dials before anything else can claim it, so a connector that
- * comes straight back does not get it first. A peer's handshake takes
- * milliseconds; one not done in VP_EVICT_MS is stuck or hostile, and being
- * dropped for our room does not count as its failed handshake.
+ * ours that finds no room waits (VC_ADDR, c->room_wait, within its own
+ * deadline) for room being freed: that of connections failing already, if
+ * there is more of it than dials waiting, else that of the inbound
+ * connection that has had the longest turn at its handshake, if that is
+ * VP_EVICT_MS or more: it is dropped. conn_free() hands freed room to the
+ * waiting dials, oldest first, before anything else can claim it, so a
+ * connector that comes straight back does not get it first. A peer's
+ * handshake takes milliseconds; one not done in VP_EVICT_MS is stuck or
+ * hostile, and its end counts as a failed handshake as it would have at
+ * the deadline.
  *
- * True when a connection was dropped for @c (which then waits).
+ * True when @c waits.
  */
-static bool room_evict(struct vconn *c)
+static bool room_wait(struct vconn *c)
 {
 	struct vtransport *t = c->t;
 	uint64_t now = ev_now_ms(t->ev);
 	struct vconn *o, *v = NULL;
 
-	for (o = t->conns; o; o = o->next)
-		if (conn_pending(o) && o->cq_share >= c->sq + c->rq &&
-		    now - o->created_ms >= VP_EVICT_MS && (!v || o->created_ms < v->created_ms))
-			v = o;
-	if (!v)
-		return false;
-	log_warn("verbs peer %s: dropping the connection from %s, not authenticated after %llu "
-		 "ms: our connection to %s needs its completion queue room",
-		 c->addr, v->addr, (unsigned long long)(now - v->created_ms), c->addr);
-	peer_x_ours(v->link);
-	vc_fail(v, -ENOSPC,
-		"not authenticated after %llu ms: its completion queue room goes to our "
-		"connection to %s",
-		(unsigned long long)(now - v->created_ms), c->addr);
+	if (t->room_freeing <= t->room_waiters) {
+		for (o = t->conns; o; o = o->next)
+			if (conn_pending(o) && o->cq_share >= c->sq + c->rq &&
+			    now - o->ready_ms >= VP_EVICT_MS && (!v || o->ready_ms < v->ready_ms))
+				v = o;
+		if (!v)
+			return false;
+		log_warn("verbs peer %s: dropping the connection from %s, not authenticated after "
+			 "%llu ms: our connection to %s needs its completion queue room",
+			 c->addr, v->addr, (unsigned long long)(now - v->ready_ms), c->addr);
+		/* Its reason may reach the connector (a reject): no address of ours in it. */
+		vc_fail(v, -ETIMEDOUT,
+			"not authenticated after %llu ms while this daemon needed its "
+			"completion queue room",
+			(unsigned long long)(now - v->ready_ms));
+	}
+	c->room_wait = true;
+	t->room_waiters++;
 	return true;
 }
 
@@ -488,10 +501,8 @@ static void on_addr_resolved(struct vconn *c)
 			ibv_get_device_name(rdev_context(c->t->d)->device));
 		return;
 	}
-	if (rdev_cq_room(c->t->d) < c->sq + c->rq && room_evict(c)) {
-		c->room_wait = true; /* room_give() goes on */
-		return;
-	}
+	if (rdev_cq_room(c->t->d) < c->sq + c->rq && room_wait(c))
+		return; /* room_give() goes on */
 	r = setup_start(c, 0, 0, why, sizeof(why));
 	if (r < 0) {
 		log_warn("verbs peer %s: not connecting: %s", c->addr, why);
@@ -499,19 +510,21 @@ static void on_addr_resolved(struct vconn *c)
 	}
 }
 
-/* Room was freed on the CQ: dials waiting for it (room_evict()) go on first. */
+/* Room was freed on the CQ: dials waiting for it (room_wait()) go on first, oldest first. */
 static void room_give(struct vtransport *t)
 {
-	struct vconn *c;
+	struct vconn *c, *o;
 	char why[200];
 	int r;
 
-	for (c = t->conns; c && !t->freeing; c = c->next) {
-		if (!c->room_wait || c->state != VC_ADDR)
-			continue;
-		if (rdev_cq_room(t->d) < c->sq + c->rq)
+	while (t->room_waiters && !t->freeing) {
+		for (c = NULL, o = t->conns; o; o = o->next)
+			if (o->room_wait && (!c || o->created_ms <= c->created_ms))
+				c = o;
+		if (!c || rdev_cq_room(t->d) < c->sq + c->rq)
 			return;
 		c->room_wait = false;
+		t->room_waiters--;
 		r = setup_start(c, 0, 0, why, sizeof(why));
 		if (r < 0) {
 			log_warn("verbs peer %s: not connecting: %s", c->addr, why);
@@ -781,6 +794,7 @@ static void setup_inbound_done(struct vconn *c, const struct vsetup *s)
 	p.private_data = &h;
 	p.private_data_len = sizeof(h);
 	c->state = VC_ACCEPT;
+	c->ready_ms = ev_now_ms(c->t->ev);
 	r = qp_rtr(c, p.responder_resources);
 	if (r == 0)
 		r = vx_rdma_accept(c->id, &p);

@@ -103,6 +103,15 @@ void vc_fail(struct vconn *c, int err, const char *fmt, ...)
 	if (c->state >= VC_FAILING)
 		return;
 	c->state = VC_FAILING;
+	/* The CQ room bookkeeping of verbs_peer.c (room_wait()). */
+	if (c->cq_share && !c->room_freeing) {
+		c->room_freeing = true;
+		c->t->room_freeing++;
+	}
+	if (c->room_wait) {
+		c->room_wait = false;
+		c->t->room_waiters--;
+	}
 	c->err = err < 0 ? err : -EIO;
 	va_start(ap, fmt);
 	vsnprintf(c->why, sizeof(c->why), fmt, ap);

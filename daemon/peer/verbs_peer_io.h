@@ -249,9 +249,11 @@ struct vconn {
 	char why[200];
 	char addr[64];
 	uint64_t created_ms;
+	uint64_t ready_ms;    /* inbound: our accept went out (VC_ACCEPT); its handshake's turn */
 	uint64_t deadline_ms; /* for VC_ADDR..VC_ACCEPT */
 	uint64_t fail_ms;
-	bool room_wait; /* outbound, VC_ADDR: waits for the CQ room of a connection it dropped */
+	bool room_wait;	   /* outbound, VC_ADDR: waits for CQ room being freed (room_wait()) */
+	bool room_freeing; /* failed with CQ room claimed: counted in t->room_freeing */
 	/*
 	 * While set, a job off the loop thread makes the QP and the buffers
 	 * (vc_io_new()): the loop touches none of them, vc_fail() only notes
@@ -323,7 +325,9 @@ struct vtransport {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen_id;
 	struct vconn *conns;
-	uint32_t cq_depth; /* [verbs] cq_depth, for messages; the claims are in rdma_dev */
+	uint32_t room_freeing; /* connections failed with CQ room still claimed */
+	uint32_t room_waiters; /* dials of ours waiting for that room (c->room_wait) */
+	uint32_t cq_depth;     /* [verbs] cq_depth, for messages; the claims are in rdma_dev */
 	uint32_t sq_depth, rq_depth;
 	uint32_t inline_size;		  /* [verbs] inline_size: asked of every QP of ours */
 	uint8_t ack_timeout, retry_count; /* [verbs]: set on every QP of ours at RTS */
