@@ -378,6 +378,8 @@ static bool room_wait(struct vconn *c)
 	uint64_t now = ev_now_ms(t->ev);
 	struct vconn *o, *v = NULL;
 
+	if (c->room_wait) /* ADDR_RESOLVED comes once; a second would count it twice */
+		return true;
 	if (t->room_freeing <= t->room_waiters) {
 		for (o = t->conns; o; o = o->next)
 			if (conn_pending(o) && o->cq_share >= c->sq + c->rq &&
