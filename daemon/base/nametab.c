@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #define NAMETAB_FIRST 64u
-/* Chains moved from the old to the new array at each add while growing. */
+/* Chains moved from the old to the new array at each add or removal while resizing. */
 #define NAMETAB_STEP 64u
+/* Fewer chains once the names are under 1/NAMETAB_SHRINK of them (shrink()). */
+#define NAMETAB_SHRINK 8u
 
 static uint64_t rotl(uint64_t x, int b)
 {
@@ -148,10 +150,12 @@ static void step(struct nametab *t)
 	}
 }
 
-/* Twice the chains (or the first ones): 0 or -ENOMEM (then they stay as they are). */
-static int grow(struct nametab *t)
+/*
+ * Start moving the names to @nc chains (a power of two): 0, or -ENOMEM
+ * (then they stay as they are). step() moves them, a few chains at a time.
+ */
+static int resize(struct nametab *t, size_t nc)
 {
-	size_t nc = t->n_chains ? 2 * t->n_chains : NAMETAB_FIRST;
 	struct name_node **c = calloc(nc, sizeof(*c));
 
 	if (!c)
@@ -162,6 +166,12 @@ static int grow(struct nametab *t)
 	t->chains = c;
 	t->n_chains = nc;
 	return 0;
+}
+
+/* Twice the chains (or the first ones). */
+static int grow(struct nametab *t)
+{
+	return resize(t, t->n_chains ? 2 * t->n_chains : NAMETAB_FIRST);
 }
 
 void nametab_add(struct nametab *t, struct name_node *node, const char *name)
@@ -180,6 +190,34 @@ void nametab_add(struct nametab *t, struct name_node *node, const char *name)
 	t->n++;
 }
 
+/*
+ * Fewer chains once the names are few: at under an eighth of the chains,
+ * twice the names' count (at least NAMETAB_FIRST), moved a few chains per
+ * removal like a growth; it grows again only at twice as many names. The
+ * last name gone, the chains are all empty: the first ones at once.
+ */
+static void shrink(struct nametab *t)
+{
+	struct name_node **c;
+	size_t nc = NAMETAB_FIRST;
+
+	if (t->n_chains <= NAMETAB_FIRST || t->n >= t->n_chains / NAMETAB_SHRINK)
+		return;
+	if (!t->n && (c = calloc(NAMETAB_FIRST, sizeof(*c)))) {
+		free(t->chains);
+		free(t->old);
+		t->chains = c;
+		t->n_chains = NAMETAB_FIRST;
+		t->old = NULL;
+		t->n_old = t->moved = 0;
+		return;
+	}
+	while (nc < 2 * t->n)
+		nc *= 2;
+	if (resize(t, nc) == 0)
+		step(t);
+}
+
 void nametab_del(struct nametab *t, struct name_node *node)
 {
 	struct name_node **pp;
@@ -195,4 +233,8 @@ void nametab_del(struct nametab *t, struct name_node *node)
 		}
 	}
 	node->next = NULL;
+	if (t->old)
+		step(t);
+	else
+		shrink(t);
 }

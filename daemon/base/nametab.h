@@ -7,7 +7,8 @@
  * lookups walk it. The table doubles once it holds as many names as it has
  * chains, and moves the names to the new chains a few chains at each add
  * (NAMETAB_STEP), not all at once: with 65,536 names a move of them all
- * took 2 ms of the loop thread. It never shrinks.
+ * took 2 ms of the loop thread. Once the names are under an eighth of the
+ * chains it shrinks the same way, a few chains at each removal.
  */
 #ifndef RP_DAEMON_NAMETAB_H
 #define RP_DAEMON_NAMETAB_H
@@ -25,7 +26,7 @@ struct nametab {
 	struct name_node **chains;
 	size_t n_chains; /* a power of two */
 	size_t n;
-	/* While growing: the chains before, of which those below @moved are empty now. */
+	/* While resizing: the chains before, of which those below @moved are empty now. */
 	struct name_node **old;
 	size_t n_old, moved;
 	uint64_t key[2];

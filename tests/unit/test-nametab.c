@@ -113,6 +113,45 @@ int main(void)
 		ok &= find(&t, name) == &objs[i];
 	}
 	tap_ok(ok && t.n == N, "added again: all found");
+	/* Removals: the table shrinks, a few chains per removal, and finds go on. */
+	{
+		size_t big = t.n_chains, most = 0;
+		unsigned shrinks = 0;
+
+		for (ok = 1, i = 0; i < N - 100; i++) {
+			size_t was = t.n_chains;
+
+			nametab_del(&t, &objs[i].node);
+			shrinks += t.n_chains < was;
+			most = t.n_chains > most ? t.n_chains : most;
+			ok &= find(&t, objs[i].name) == NULL &&
+			      find(&t, objs[N - 1].name) == &objs[N - 1];
+			if (i % 101 == 0) /* a name still there, wherever it is now */
+				ok &= find(&t, objs[(i + N) / 2].name) == &objs[(i + N) / 2];
+		}
+		for (i = N - 100; i < N; i++)
+			ok &= find(&t, objs[i].name) == &objs[i];
+		tap_ok(ok && t.n == 100 && most == big,
+		       "all but 100 names removed: each gone, the others found throughout");
+		tap_ok(shrinks >= 2 && t.n_chains <= 512 && t.n_chains >= 64 && t.old == NULL,
+		       "the chains shrank as the names went (%zu -> %zu, in %u steps), the last "
+		       "move "
+		       "over",
+		       big, t.n_chains, shrinks);
+		max = longest(&t, &used);
+		tap_ok(max <= 8, "the 100 names left spread over %zu chains (longest %zu)",
+		       t.n_chains, max);
+		for (i = N - 100; i < N; i++)
+			nametab_del(&t, &objs[i].node);
+		tap_ok(t.n == 0 && t.n_chains == 64 && t.old == NULL &&
+			       find(&t, objs[N - 1].name) == NULL,
+		       "the last name gone: the first 64 chains only");
+		for (ok = 1, i = 0; i < N; i++) {
+			nametab_add(&t, &objs[i].node, objs[i].name);
+			ok &= find(&t, objs[i / 2].name) == &objs[i / 2];
+		}
+		tap_ok(ok && t.n == N && t.n_chains >= N, "and it grows again: all %u found", N);
+	}
 	{
 		struct obj x = { .name = "endpoint" }, y = { .name = "endpoint" };
 
