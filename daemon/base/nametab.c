@@ -73,10 +73,12 @@ int nametab_init(struct nametab *t)
 	memset(t, 0, sizeof(*t));
 	if (getrandom(t->key, sizeof(t->key), GRND_NONBLOCK) != (ssize_t)sizeof(t->key)) {
 		/*
-		 * No entropy pool yet (early boot). The kernel still gave this
-		 * process 16 random bytes at exec (AT_RANDOM, what the C library
-		 * takes its stack guard from): nobody else can read them. The
-		 * clock and the table's address make two tables' keys differ.
+		 * The kernel's generator is not seeded yet (early boot). It still
+		 * gave this process 16 bytes at exec (AT_RANDOM, what the C
+		 * library takes its stack guard from), as random as it could
+		 * then, and only this process and its own user can read them:
+		 * harder to guess than the clock alone. The clock and the
+		 * table's address make two tables' keys differ.
 		 */
 		const unsigned char *ar = (const unsigned char *)getauxval(AT_RANDOM);
 		struct timespec ts;
@@ -193,8 +195,9 @@ void nametab_add(struct nametab *t, struct name_node *node, const char *name)
 /*
  * Fewer chains once the names are few: at under an eighth of the chains,
  * twice the names' count (at least NAMETAB_FIRST), moved a few chains per
- * removal like a growth; it grows again only at twice as many names. The
- * last name gone, the chains are all empty: the first ones at once.
+ * removal like a growth; it grows again only at twice as many names. With
+ * no name left (a shrink that found no memory before), the chains are all
+ * empty: the first ones at once.
  */
 static void shrink(struct nametab *t)
 {

@@ -116,7 +116,7 @@ int main(void)
 	/* Removals: the table shrinks, a few chains per removal, and finds go on. */
 	{
 		size_t big = t.n_chains, most = 0;
-		unsigned shrinks = 0;
+		unsigned shrinks = 0, mid = 0, ok2 = 1;
 
 		for (ok = 1, i = 0; i < N - 100; i++) {
 			size_t was = t.n_chains;
@@ -128,15 +128,25 @@ int main(void)
 			      find(&t, objs[N - 1].name) == &objs[N - 1];
 			if (i % 101 == 0) /* a name still there, wherever it is now */
 				ok &= find(&t, objs[(i + N) / 2].name) == &objs[(i + N) / 2];
+			if (t.old && t.n_old > t.n_chains && i % 13 == 0) { /* mid-shrink */
+				nametab_add(&t, &objs[i].node, objs[i].name);
+				ok2 &= find(&t, objs[i].name) == &objs[i];
+				nametab_del(&t, &objs[i].node);
+				ok2 &= find(&t, objs[i].name) == NULL;
+				mid++;
+			}
 		}
 		for (i = N - 100; i < N; i++)
 			ok &= find(&t, objs[i].name) == &objs[i];
 		tap_ok(ok && t.n == 100 && most == big,
 		       "all but 100 names removed: each gone, the others found throughout");
+		tap_ok(ok2 && mid > 0,
+		       "a name added back while a shrink moves the names (%u times) is found, and "
+		       "gone once removed again",
+		       mid);
 		tap_ok(shrinks >= 2 && t.n_chains <= 512 && t.n_chains >= 64 && t.old == NULL,
 		       "the chains shrank as the names went (%zu -> %zu, in %u steps), the last "
-		       "move "
-		       "over",
+		       "move over",
 		       big, t.n_chains, shrinks);
 		max = longest(&t, &used);
 		tap_ok(max <= 8, "the 100 names left spread over %zu chains (longest %zu)",
