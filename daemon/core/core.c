@@ -176,7 +176,8 @@ int core_new(const struct config *cfg, const struct core_glue_ops *glue, struct 
 	c->jobs_turn_tail = &c->jobs_turn;
 	c->own_jobs.jobs_tail = &c->own_jobs.jobs;
 	c->jobs_max = JOBS_MAX_DEFAULT;
-	if (nametab_init(&c->export_names) < 0 || nametab_init(&c->endpoint_names) < 0) {
+	if (nametab_init(&c->export_names) < 0 || nametab_init(&c->endpoint_names) < 0 ||
+	    nametab_init(&c->remote_keys) < 0) {
 		core_free(c);
 		return -ENOMEM;
 	}
@@ -264,6 +265,7 @@ struct core *core_free(struct core *c)
 		return NULL;
 	u64map_free(&c->by_peer_id);
 	nametab_fini(&c->export_names);
+	nametab_fini(&c->remote_keys);
 	nametab_fini(&c->endpoint_names);
 	free(c);
 	return NULL;

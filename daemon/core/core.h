@@ -199,8 +199,10 @@ struct session {
 };
 
 /* A handle to another daemon's export: what its LOOKUP answered. */
+struct remote_key;
 struct remote {
-	struct remote *prev, *next; /* in core->remotes */
+	struct remote *prev, *next; /* handles with the same @key (exports.c) */
+	struct remote_key *key;	    /* peer, incarnation and id: in core->remote_keys */
 	char peer[RP_NAME_MAX];
 	uint64_t inc, id, len;
 	bool revoked; /* the exporter withdrew it (PP_REVOKE, or its device said so) */
@@ -240,7 +242,8 @@ struct core {
 	struct export *exports_adding; /* their MRs being registered: names taken, not visible */
 	struct u64map by_peer_id;      /* exports looked up by peers, by the id they were given */
 	uint64_t next_peer_id;
-	struct remote *remotes;
+	struct nametab remote_keys; /* handles to other daemons' exports, by peer, inc and id */
+	size_t n_remotes;
 	struct nametab export_names;   /* @exports (not exports_adding), by name */
 	unsigned n_exports;	       /* on @exports */
 	struct nametab endpoint_names; /* bound endpoints, by name */

@@ -361,14 +361,70 @@ void export_unpin(struct export *e)
 	release_mr(e);
 }
 
+/*
+ * Handles to one export of one incarnation of a peer, whatever the session:
+ * revoked together (remotes_revoke()), found by that key in a name table,
+ * not by a walk past every handle on the node. Any local user may open
+ * tens of thousands of handles, and a peer's revocation (or an op refused
+ * as unexported) would walk them all for each.
+ */
+struct remote_key {
+	struct name_node node;
+	struct remote *list; /* rm->prev/next */
+	char key[RP_NAME_MAX + 40];
+};
+
+static void remote_key_of(char *buf, size_t len, const char *peer, uint64_t inc, uint64_t id)
+{
+	snprintf(buf, len, "%s/%016llx/%016llx", peer, (unsigned long long)inc,
+		 (unsigned long long)id);
+}
+
+static int remote_link(struct core *c, struct remote *rm)
+{
+	char key[sizeof(((struct remote_key *)0)->key)];
+	struct remote_key *k;
+	struct name_node *n;
+
+	remote_key_of(key, sizeof(key), rm->peer, rm->inc, rm->id);
+	n = nametab_find(&c->remote_keys, key);
+	if (n) {
+		k = NAMETAB_ENTRY(n, struct remote_key, node);
+	} else {
+		k = calloc(1, sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		memcpy(k->key, key, sizeof(key));
+		nametab_add(&c->remote_keys, &k->node, k->key);
+	}
+	rm->key = k;
+	rm->prev = NULL;
+	rm->next = k->list;
+	if (k->list)
+		k->list->prev = rm;
+	k->list = rm;
+	c->n_remotes++;
+	return 0;
+}
+
 static void remote_unlink(struct core *c, struct remote *rm)
 {
+	struct remote_key *k = rm->key;
+
+	if (!k)
+		return;
 	if (rm->prev)
 		rm->prev->next = rm->next;
 	else
-		c->remotes = rm->next;
+		k->list = rm->next;
 	if (rm->next)
 		rm->next->prev = rm->prev;
+	rm->key = NULL;
+	c->n_remotes--;
+	if (!k->list) {
+		nametab_del(&c->remote_keys, &k->node);
+		free(k);
+	}
 }
 
 void export_unref(struct export *e)
@@ -631,16 +687,19 @@ void remote_opened(struct session *s, const struct rp_hdr *h, int status, const 
 	if (status == 0) {
 		e = calloc(1, sizeof(*e));
 		rm = calloc(1, sizeof(*rm));
-		status =
-			e && rm ? idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id) : -ENOMEM;
+		status = e && rm ? 0 : -ENOMEM;
 	}
 	if (status == 0) {
 		*rm = *info;
-		rm->prev = NULL;
-		rm->next = c->remotes;
-		if (c->remotes)
-			c->remotes->prev = rm;
-		c->remotes = rm;
+		rm->key = NULL;
+		status = remote_link(c, rm);
+	}
+	if (status == 0) {
+		status = idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id);
+		if (status < 0)
+			remote_unlink(c, rm);
+	}
+	if (status == 0) {
 		e->core = c;
 		e->refs = 1;
 		e->access = info->access;
@@ -657,9 +716,12 @@ void remote_opened(struct session *s, const struct rp_hdr *h, int status, const 
 
 void remotes_revoke(struct core *c, const char *peer, uint64_t inc, uint64_t id)
 {
+	char key[sizeof(((struct remote_key *)0)->key)];
+	struct name_node *n;
 	struct remote *rm;
 
-	for (rm = c->remotes; rm; rm = rm->next)
-		if (rm->id == id && rm->inc == inc && !strcmp(rm->peer, peer))
-			rm->revoked = true;
+	remote_key_of(key, sizeof(key), peer, inc, id);
+	n = nametab_find(&c->remote_keys, key);
+	for (rm = n ? NAMETAB_ENTRY(n, struct remote_key, node)->list : NULL; rm; rm = rm->next)
+		rm->revoked = true;
 }

@@ -190,7 +190,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(t.n_freed == 1 && t.dead_sends == 0);
 	check(!t.core->sessions && !t.core->accts && !t.core->exports &&
 	      !t.core->endpoint_names.n && !t.core->export_names.n && !t.core->n_exports &&
-	      !t.core->remotes && !t.core->n_regions && !t.core->bytes && !t.core->by_peer_id.n);
+	      !t.core->n_remotes && !t.core->remote_keys.n && !t.core->n_regions &&
+	      !t.core->bytes && !t.core->by_peer_id.n);
 	th_fini(&t);
 	return 0;
 }

@@ -861,9 +861,9 @@ void pb_fini(struct pb *pb)
 	need(!pb->timers);
 	need(t->n_freed == pb->sessions && t->dead_sends == 0);
 	need(!t->core->sessions && !t->core->accts && !t->core->exports &&
-	     !t->core->endpoint_names.n && !t->core->export_names.n && !t->core->remotes &&
-	     !t->core->n_exports && !t->core->n_regions && !t->core->bytes &&
-	     !t->core->by_peer_id.n);
+	     !t->core->endpoint_names.n && !t->core->export_names.n && !t->core->n_remotes &&
+	     !t->core->remote_keys.n && !t->core->n_exports && !t->core->n_regions &&
+	     !t->core->bytes && !t->core->by_peer_id.n);
 	th_fini(t);
 }
 

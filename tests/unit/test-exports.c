@@ -262,6 +262,9 @@ static void test_remotes(struct th_session *a, struct th_session *c)
 	remotes_revoke(t.core, TH_PEER, 3, 10);
 	tap_ok(((struct export *)idtab_get(&c->s.remotes, id[0]))->remote->revoked,
 	       "every session's handle to it");
+	tap_ok(t.core->n_remotes == 5 && t.core->remote_keys.n == 4,
+	       "five handles under four keys (peer, incarnation, id): %zu under %zu",
+	       t.core->n_remotes, t.core->remote_keys.n);
 	remotes_revoke(t.core, "nodeC", 3, 10);
 	tap_ok(e[3]->remote->revoked && !e[2]->remote->revoked, "per peer");
 
@@ -272,6 +275,8 @@ static void test_remotes(struct th_session *a, struct th_session *c)
 	       "a failed lookup is replied with its status");
 	tap_is_int(th_remote_close(a, id[1]), 0, "REMOTE_CLOSE of one");
 	tap_ok(idtab_get(&a->s.remotes, id[1]) == NULL, "its id is gone");
+	tap_ok(t.core->n_remotes == 4 && t.core->remote_keys.n == 3,
+	       "and so is its key, its only handle gone");
 }
 
 /* A lookup answered after its session went away sends nothing. */
@@ -316,7 +321,8 @@ int main(void)
 	test_remote_dead();
 	th_session_close(a);
 	th_session_close(c);
-	tap_ok(t.core->remotes == NULL, "closing the sessions freed every remote");
+	tap_ok(t.core->n_remotes == 0 && t.core->remote_keys.n == 0,
+	       "closing the sessions freed every remote");
 	th_session_close(b);
 	tap_is_int(t.n_freed, 4, "every session freed once");
 	tap_ok(t.core->exports == NULL && t.core->n_exports == 0 && t.core->n_regions == 0 &&

@@ -992,12 +992,7 @@ static bool has_acct(uid_t uid)
 
 static unsigned n_remotes(void)
 {
-	struct remote *rm;
-	unsigned n = 0;
-
-	for (rm = t.core->remotes; rm; rm = rm->next)
-		n++;
-	return n;
+	return (unsigned)t.core->n_remotes;
 }
 
 /* A session that goes while the peer layer holds its operations and a lookup. */
@@ -1101,8 +1096,8 @@ int main(void)
 	tap_is_int(t.n_freed, t.core->next_id - 1, "every session freed once");
 	tap_ok(t.core->sessions == NULL && t.core->accts == NULL && t.core->exports == NULL &&
 		       t.core->endpoint_names.n == 0 && t.core->export_names.n == 0 &&
-		       t.core->remotes == NULL && t.core->n_exports == 0 &&
-		       t.core->n_regions == 0 && t.n_ops == 0,
+		       t.core->n_remotes == 0 && t.core->remote_keys.n == 0 &&
+		       t.core->n_exports == 0 && t.core->n_regions == 0 && t.n_ops == 0,
 	       "nothing is left");
 	th_fini(&t);
 	tap_plan_done();
