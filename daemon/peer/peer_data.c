@@ -28,7 +28,7 @@ struct pop {
 };
 
 struct plookup {
-	struct plookup *next;
+	struct plookup *next, **pprev; /* in l->lookups */
 	uint64_t id;
 	struct session *s;
 	struct rp_hdr h;
@@ -102,18 +102,26 @@ static int remote_open(void *peers, struct session *s, const struct rp_hdr *h, c
 	if (!lk)
 		return -ENOMEM;
 	lk->id = ++l->next_id;
+	if (u64map_put(&l->lookup_ids, lk->id, lk) < 0) {
+		free(lk);
+		return -ENOMEM;
+	}
 	lk->h = *h;
 	snprintf(lk->name, sizeof(lk->name), "%s", name);
 	memset(&m, 0, sizeof(m));
 	pp_hdr_init(&m.h, PP_LOOKUP, lk->id);
 	memcpy(m.name, lk->name, sizeof(m.name));
 	if (link_send(l, &m, sizeof(m)) < 0) {
+		u64map_del(&l->lookup_ids, lk->id);
 		free(lk);
 		return -RP_EPEERDOWN;
 	}
 	lk->s = s;
 	session_hold(s);
 	lk->next = l->lookups;
+	if (lk->next)
+		lk->next->pprev = &lk->next;
+	lk->pprev = &l->lookups;
 	l->lookups = lk;
 	return 0;
 }
@@ -138,18 +146,25 @@ static void lookup_reply(struct plookup *lk, int status, const struct pp_lookup_
 	free(lk);
 }
 
+/* @lk leaves @l's lookups (its reply came, or the link went). */
+static void lookup_unlink(struct peer_link *l, struct plookup *lk)
+{
+	u64map_del(&l->lookup_ids, lk->id);
+	*lk->pprev = lk->next;
+	if (lk->next)
+		lk->next->pprev = lk->pprev;
+}
+
 static void on_lookup_r(struct peer_link *l, const struct pp_lookup_r *m)
 {
-	struct plookup **pp, *lk;
+	/* By id, not by a walk past every user's lookups waiting on this link. */
+	struct plookup *lk = u64map_get(&l->lookup_ids, m->h.id);
 
-	for (pp = &l->lookups; (lk = *pp); pp = &lk->next)
-		if (lk->id == m->h.id)
-			break;
 	if (!lk) {
 		link_close(l, -EPROTO, "lookup reply matches no lookup");
 		return;
 	}
-	*pp = lk->next;
+	lookup_unlink(l, lk);
 	if (m->status == 0 && m->export_inc != l->remote_inc) {
 		link_close(l, -EPROTO, "lookup reply for another incarnation");
 		lookup_reply(lk, -RP_EPEERDOWN, m, l->peer);
@@ -881,7 +896,7 @@ void data_link_failed(struct peer_link *l)
 		park(o, pr);
 	}
 	while ((lk = l->lookups)) {
-		l->lookups = lk->next;
+		lookup_unlink(l, lk);
 		lookup_reply(lk, -RP_EPEERDOWN, NULL, l->peer);
 	}
 	/* Their registrations go on; their answers have nowhere to go. */

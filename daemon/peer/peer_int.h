@@ -97,10 +97,11 @@ struct peer_link {
 	uint64_t hold_until_ms;	   /* failed: our REJECT is held back until then (0: not) */
 	char why[256];		   /* our reason for closing it, if we did */
 	int err;
-	struct pop *ops;	 /* client ops in flight on this link */
-	struct plookup *lookups; /* LOOKUPs waiting for their reply */
-	struct pserve *serving;	 /* its LOOKUPs waiting for their MR here */
-	struct rxtok *rxs;	 /* its requests moving bytes of our exports (pinning them) */
+	struct pop *ops;	  /* client ops in flight on this link */
+	struct plookup *lookups;  /* LOOKUPs waiting for their reply */
+	struct u64map lookup_ids; /* @lookups by id: a reply finds its own in O(1) */
+	struct pserve *serving;	  /* its LOOKUPs waiting for their MR here */
+	struct rxtok *rxs;	  /* its requests moving bytes of our exports (pinning them) */
 };
 
 struct peers {

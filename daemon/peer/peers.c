@@ -166,6 +166,7 @@ static void dial(struct peer *pr)
 		pr->out = NULL;
 		pr->links--;
 		link_unlist(l);
+		u64map_free(&l->lookup_ids);
 		free(l);
 		snprintf(why, sizeof(why), "connect to %s: %s", pr->address, strerror(-r));
 		schedule_retry(pr, why);
@@ -398,6 +399,7 @@ void peer_x_failed(struct peer_link *l, int err, const char *why)
 	} else {
 		inbound_end(l, NULL, reason);
 	}
+	u64map_free(&l->lookup_ids);
 	free(l);
 	if (p->stopping && !p->links)
 		free_transports(p);
