@@ -192,12 +192,21 @@ static struct peer_op *waiting_find(struct vconn *c, uint64_t id)
 	return NULL;
 }
 
-/* Report @op with @status, after taking it off every list. */
+/*
+ * Report @op with @status, after taking it off every list it is on. Only an
+ * op not wholly posted can be queued, and only one awaiting its reply can
+ * wait for it: the queues hold every local user's ops to this peer (up to
+ * max_inflight each), and a walk of them at each op's report made every
+ * user's ops pay for another's backlog.
+ */
 static void op_report(struct vconn *c, struct peer_op *op, int status)
 {
-	q_remove(&c->rwq, &c->rwq_tail, op);
-	q_remove(&c->sendq, &c->sendq_tail, op);
-	waiting_remove(c, op);
+	if (!(vpx(op)->flags & VPX_ALL_POSTED)) {
+		q_remove(&c->rwq, &c->rwq_tail, op);
+		q_remove(&c->sendq, &c->sendq_tail, op);
+	}
+	if (vpx(op)->reply == VPX_AWAITING)
+		waiting_remove(c, op);
 	vpx(op)->flags |= VPX_ALL_POSTED;
 	vpx(op)->reply = VPX_ANSWERED;
 	peer_x_op_done(op, status);
