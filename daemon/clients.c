@@ -505,31 +505,54 @@ static bool silent(const struct session *s)
 	return !s->version && !((const struct conn *)s)->closing;
 }
 
-/* Over the ceiling: the oldest silent connection of the uid that holds the most. */
+/* By uid, then oldest first. */
+static int cmp_silent(const void *a, const void *b)
+{
+	const struct conn *x = *(struct conn *const *)a, *y = *(struct conn *const *)b;
+
+	if (x->s.cred.uid != y->s.cred.uid)
+		return x->s.cred.uid < y->s.cred.uid ? -1 : 1;
+	return x->accepted_at < y->accepted_at ? -1 : x->accepted_at > y->accepted_at;
+}
+
+/*
+ * Over the ceiling: the oldest silent connection of the uid that holds the
+ * most (of those that hold as many, the oldest). Anybody may connect, and
+ * this runs at each connect over the ceiling: the silent ones are sorted
+ * once, not each counted against all the others (257 x every session).
+ */
 static struct conn *prehello_victim(struct clients *c)
 {
-	struct session *s, *t;
-	struct conn *v = NULL;
-	unsigned all = 0, best = 0;
+	struct conn **v, *best = NULL;
+	unsigned all = 0, n = 0, i, j, most = 0;
+	struct session *s;
 
 	for (s = c->core->sessions; s; s = s->next)
 		all += silent(s);
 	if (all <= PREHELLO_MAX)
 		return NULL;
-	for (s = c->core->sessions; s; s = s->next) {
-		struct conn *k = (struct conn *)s;
-		unsigned mine = 0;
-
-		if (!silent(s))
-			continue;
-		for (t = c->core->sessions; t; t = t->next)
-			mine += silent(t) && t->cred.uid == s->cred.uid;
-		if (mine > best || (mine == best && k->accepted_at < v->accepted_at)) {
-			best = mine;
-			v = k;
+	v = malloc(all * sizeof(*v));
+	if (!v) { /* the oldest silent one, of whoever */
+		for (s = c->core->sessions; s; s = s->next)
+			if (silent(s) &&
+			    (!best || ((struct conn *)s)->accepted_at < best->accepted_at))
+				best = (struct conn *)s;
+		return best;
+	}
+	for (s = c->core->sessions; s; s = s->next)
+		if (silent(s))
+			v[n++] = (struct conn *)s;
+	qsort(v, n, sizeof(*v), cmp_silent);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && v[j]->s.cred.uid == v[i]->s.cred.uid; j++)
+			;
+		if (j - i > most || (j - i == most && v[i]->accepted_at < best->accepted_at)) {
+			most = j - i;
+			best = v[i];
 		}
 	}
-	return v;
+	free(v);
+	return best;
 }
 
 /* Over the ceiling: drop the oldest silent connections of the biggest holders. */
