@@ -196,6 +196,8 @@ struct session {
 	struct admin_session *admin; /* admin.c's per-session state */
 	struct session *dirty_next;  /* in core->dirty: completions written, not yet published */
 	bool dirty;
+	struct op *copying;  /* a local copy done a piece per pass (xfer.c); its ring waits */
+	uint64_t turn_bytes; /* copied in this xfer_run() */
 };
 
 /* A handle to another daemon's export: what its LOOKUP answered. */
@@ -545,6 +547,7 @@ struct op {
 	uint16_t t_region;   /* the notified region's id */
 	bool on_stack;	     /* op_fail()'s: not from the pool */
 	uint32_t recv_len;   /* POST_RECV: bytes the message brought */
+	uint64_t copied;     /* a local copy done in pieces (session->copying): bytes so far */
 	struct rp_sqe q;     /* the submission, copied out of the ring */
 };
 
@@ -639,6 +642,8 @@ enum xfer_result {
  * enum xfer_result, or -EPROTO when the client corrupted its ring.
  */
 int xfer_run(struct session *s);
+/* @s goes (session_release()): a local copy it left half done ends. */
+void xfer_abandon(struct session *s);
 /* A submission is waiting (a cheap shared-memory read). */
 bool xfer_pending(struct session *s);
 /* Arm the doorbell before sleeping; false if a submission raced in (run again). */

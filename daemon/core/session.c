@@ -494,6 +494,7 @@ void session_release(struct session *s)
 	struct core *c = s->core;
 
 	s->dead = true;
+	xfer_abandon(s);
 	/* Nothing is published to it any more (its rings go now). */
 	core_undirty(c, s);
 	/* Endpoints first: their posted receives reference regions. */

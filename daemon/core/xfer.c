@@ -19,23 +19,57 @@
 
 /* Submissions handled per call before yielding the loop to other clients. */
 #define XFER_BATCH 512
+/*
+ * Local copies (the tcp transport): at most this much of one op per call,
+ * and no further submission taken once a call has copied this much. The
+ * copy runs on the loop thread, and an op may move up to 4 GiB: in one go,
+ * a client's batch of them held every other client's operations (and the
+ * daemon's control work) for seconds. A bigger op is copied a piece per
+ * call while its session's later submissions wait (their order holds), and
+ * the other clients' turns come in between.
+ */
+#define XFER_COPY_PIECE (1u << 20)
 
-/* Between two regions of this host, without the device: a copy. */
-static int local_copy(struct op *op)
+/* The next piece of a local copy: true once it is all done (or failed: ended). */
+static bool copy_piece(struct op *op)
 {
 	const struct rp_sqe *q = &op->q;
 	bool wr = q->opcode == RP_SQE_WRITE;
 	char *l = (char *)op->region->addr + q->offset;
 	char *rm = (char *)op->e->region->addr + q->remote_offset;
+	char *dst = wr ? rm : l, *src = wr ? l : rm;
+	uint64_t n = q->len - op->copied < XFER_COPY_PIECE ? q->len - op->copied : XFER_COPY_PIECE;
+	/* Overlapping, the destination above: from the end, or a piece reads what one wrote. */
+	uint64_t off = dst > src && dst < src + q->len ? q->len - op->copied - n : op->copied;
 	int r;
 
-	if (wr && (q->flags & RP_NOTIFY)) {
+	/* memmove: a client may target its own exported region. */
+	r = guarded_memmove(dst + off, src + off, n);
+	op->copied += n;
+	op->s->turn_bytes += n;
+	if (r < 0 || op->copied == q->len) {
+		if (op->s->copying == op)
+			op->s->copying = NULL;
+		op_end(op, r);
+		return true;
+	}
+	return false;
+}
+
+/* Between two regions of this host, without the device: a copy. */
+static int local_copy(struct op *op)
+{
+	const struct rp_sqe *q = &op->q;
+	int r;
+
+	if (q->opcode == RP_SQE_WRITE && (q->flags & RP_NOTIFY)) {
 		r = notify_reserve(op);
 		if (r < 0)
 			return r;
 	}
-	/* memmove: a client may target its own exported region. */
-	return wr ? guarded_memmove(rm, l, q->len) : guarded_memmove(l, rm, q->len);
+	if (!copy_piece(op))
+		op->s->copying = op; /* xfer_run() goes on with it */
+	return OP_PENDING;
 }
 
 /* Through a loopback QP: OP_PENDING (reported by op_verbs_done()) or <0. */
@@ -153,6 +187,17 @@ static int start(struct op *op)
 	}
 }
 
+/* The session goes: a copy it left half done ends (nobody sees its completion). */
+void xfer_abandon(struct session *s)
+{
+	struct op *op = s->copying;
+
+	if (op) {
+		s->copying = NULL;
+		op_end(op, -ECANCELED);
+	}
+}
+
 /* @q has its completion slot: make it an operation, which ends now or later. */
 static void execute(struct session *s, const struct rp_sqe *q)
 {
@@ -245,6 +290,12 @@ static int drain(struct session *s, unsigned *budget)
 			break;
 		}
 		execute(s, &q);
+		/* A copy to finish first, or enough copied for one turn: the others' turn. */
+		if (s->copying || s->turn_bytes >= XFER_COPY_PIECE) {
+			more = true;
+			*budget = 0;
+			break;
+		}
 	}
 	if (err == -ENOSPC) {
 		rp_ring_arm(r->v.sq, RP_RING_STALLED);
@@ -265,7 +316,7 @@ bool xfer_pending(struct session *s)
 
 	if (s->dead || !r->base)
 		return false;
-	if (sq_ready(r))
+	if (s->copying || sq_ready(r))
 		return true; /* or -EPROTO: drain() says so */
 	/*
 	 * Empty: fetch the slot the next entry goes to, so that when the
@@ -283,6 +334,8 @@ bool xfer_arm(struct session *s)
 
 	if (s->dead || !r->base)
 		return true;
+	if (s->copying)
+		return false;
 	rp_ring_arm(r->v.sq, RP_RING_NEED_WAKEUP);
 	if (!sq_ready(r))
 		return true;
@@ -297,6 +350,9 @@ int xfer_run(struct session *s)
 
 	if (s->dead || !s->rings.base)
 		return XFER_EMPTY;
+	s->turn_bytes = 0;
+	if (s->copying && !copy_piece(s->copying))
+		return XFER_YIELD;
 	for (;;) {
 		rc = drain(s, &budget);
 		if (rc < 0)

@@ -1055,6 +1055,95 @@ static void test_teardown(void)
 	tap_ok(!has_acct(1002) && !has_acct(1004), "their uids have no account left");
 }
 
+/*
+ * A local copy bigger than a piece (the tcp transport copies on the loop
+ * thread) goes a piece per run: the session's later submissions wait for it
+ * (their order holds), other sessions' ops complete in between, and ranges
+ * that overlap (a client's own export) still move like memmove.
+ */
+#define BIG (5u << 20)
+static void test_big_copy(void)
+{
+	uint64_t was_bytes = t.cfg.max_registered_bytes;
+	struct th_session *c = th_session_new(&t, 1000, 1000), *d = th_session_new(&t, 1001, 1001);
+	struct th_session *e = th_session_new(&t, 1000, 1000);
+	unsigned char *pc, *pd, *pe, *want = malloc(BIG), small[16];
+	uint32_t rc = 0, rd = 0, re = 0, h = 0, self = 0, he = 0;
+	uint64_t big, after, gone;
+	unsigned runs = 0, n = 0, i;
+	struct rp_cqe cq[4];
+	int r = 0;
+
+	t.cfg.max_registered_bytes = 4ull * BIG;
+	if (!want || th_hello(c) || th_hello(d) || th_hello(e) ||
+	    th_region(c, BIG, &rc, (void **)&pc) || th_region(d, BIG, &rd, (void **)&pd) ||
+	    th_region(e, BIG, &re, (void **)&pe) ||
+	    th_export_for(d, rd, RP_ACCESS_REMOTE_WRITE, "d.big", 1000) ||
+	    th_remote_open(c, "", "d.big", &h))
+		abort();
+	fill(pc, BIG, 5);
+	memset(small, 0xa5, sizeof(small));
+	memcpy(pc + BIG - sizeof(small), small, sizeof(small));
+	big = sub(c, sqe(RP_SQE_WRITE, rc, 0, h, 0, BIG - sizeof(small)));
+	after = sub(c, sqe(RP_SQE_WRITE, rc, BIG - sizeof(small), h, 0, sizeof(small)));
+	tap_is_int(th_run(c), XFER_YIELD, "a 5 MiB local WRITE: the run yields after a piece");
+	tap_ok(reap_n(c, 4) == 0 && c->s.copying && c->s.copying->copied == 1u << 20,
+	       "nothing completed yet: 1 MiB of it copied");
+	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, 0, h_rw, 0, 64)), 0,
+		   "meanwhile another client's WRITE completes in its own run");
+	do {
+		r = th_run(c);
+		runs++;
+		i = (unsigned)reap_n(c, 4);
+		if (n + i <= 4)
+			memcpy(cq + n, cqs, i * sizeof(cqs[0]));
+		n += i;
+	} while (r == XFER_YIELD && runs < 100);
+	/* 4 pieces left, and maybe a run to find the ring empty after a full turn. */
+	tap_ok(r == XFER_EMPTY && runs >= 4 && runs <= 5 && n == 2,
+	       "it takes a run per piece (%u more), then both complete (%u)", runs, n);
+	tap_ok(n == 2 && cq[0].cookie == big && cq[0].status == 0 && cq[0].len == BIG - 16 &&
+		       cq[1].cookie == after && cq[1].status == 0,
+	       "in submission order, each exactly once");
+	memcpy(want, pc, BIG - sizeof(small));
+	memcpy(want, small, sizeof(small));
+	tap_ok(!memcmp(pd, want, BIG - sizeof(small)),
+	       "the bytes landed, the later WRITE on top of the earlier");
+
+	/* Overlapping, in the client's own export, either way. */
+	th_export(c, rc, RP_ACCESS_REMOTE_WRITE | RP_ACCESS_REMOTE_READ, "c.self");
+	th_remote_open(c, "", "c.self", &self);
+	for (i = 0; i < 2; i++) {
+		uint64_t src = i ? (1u << 20) + 5 : 0, dst = i ? 0 : (1u << 20) + 5;
+		uint64_t len = BIG - (1u << 20) - 5;
+
+		fill(pc, BIG, 11 + i);
+		memcpy(want, pc, BIG);
+		memmove(want + dst, want + src, len);
+		sub(c, sqe(RP_SQE_WRITE, rc, src, self, dst, len));
+		for (runs = 0; th_run(c) == XFER_YIELD && runs < 100; runs++)
+			;
+		tap_ok(reap(c) == 1 && cqs[0].status == 0 && !memcmp(pc, want, BIG),
+		       "a 4 MiB WRITE into one's own export %s its source moves like memmove",
+		       i ? "below" : "above");
+	}
+	th_remote_close(c, self);
+	th_unexport(c, rc, "c.self");
+
+	/* A client that goes with a copy half done: the copy ends with it. */
+	th_export_for(d, rd, RP_ACCESS_REMOTE_WRITE, "d.big2", 1000);
+	th_remote_open(e, "", "d.big2", &he);
+	gone = sub(e, sqe(RP_SQE_WRITE, re, 0, he, 0, BIG));
+	tap_ok(th_run(e) == XFER_YIELD && e->s.copying, "another 5 MiB WRITE, half done");
+	expected[gone] = 0; /* its session dies: no completion */
+	th_session_close(e);
+	tap_ok(t.n_ops == 0, "its client gone, it ended too");
+	th_session_close(c);
+	th_session_close(d);
+	t.cfg.max_registered_bytes = was_bytes;
+	free(want);
+}
+
 int main(void)
 {
 	unsigned i, missing = 0, dup = 0, extra = 0;
@@ -1065,6 +1154,7 @@ int main(void)
 	setup();
 	test_write_read();
 	test_self();
+	test_big_copy();
 	test_notify();
 	test_doorbells();
 	test_batching();
