@@ -400,8 +400,11 @@ static void run(struct engine *e)
 		e->st.passes++;
 		idle = work ? 0 : idle + 1;
 		e->st.busy_passes += work != 0;
-		if (pass % CLOCK_PASSES == 0)
+		/* A pass that copied a piece of a big local copy took long: look at once. */
+		if (pass % CLOCK_PASSES == 0 || e->core->long_pass) {
+			e->core->long_pass = false;
 			tick(e);
+		}
 		if (e->now - start >= BUDGET_NS) {
 			/* Let libuv run control work, then come back. */
 			uv_idle_start(&e->idle, on_idle);

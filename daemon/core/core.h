@@ -246,6 +246,7 @@ struct core {
 	uint64_t next_peer_id;
 	struct nametab remote_keys; /* handles to other daemons' exports, by peer, inc and id */
 	size_t n_remotes;
+	bool long_pass; /* a pass copied a piece of a big local copy: read the clock (engine) */
 	struct nametab export_names;   /* @exports (not exports_adding), by name */
 	unsigned n_exports;	       /* on @exports */
 	struct nametab endpoint_names; /* bound endpoints, by name */
@@ -548,7 +549,9 @@ struct op {
 	bool on_stack;	     /* op_fail()'s: not from the pool */
 	uint32_t recv_len;   /* POST_RECV: bytes the message brought */
 	uint64_t copied;     /* a local copy done in pieces (session->copying): bytes so far */
-	struct rp_sqe q;     /* the submission, copied out of the ring */
+	struct region *tregion; /* a local copy's target region, referenced (tcp) */
+	struct op *rop;		/* a local SEND's receive, taken, while its bytes move */
+	struct rp_sqe q;	/* the submission, copied out of the ring */
 };
 
 /* An operation's outcome beyond its status: what the caller must do next. */

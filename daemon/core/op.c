@@ -126,6 +126,7 @@ void op_end(struct op *op, int status)
 	stats_count_op(&s->stats, cqe.op, status, cqe.len);
 	xfer_complete(s, &cqe); /* into the slot reserved at submission */
 	region_unref(op->region);
+	region_unref(op->tregion);
 	if (op->e) {
 		export_unpin(op->e);
 		export_unref(op->e);

@@ -20,40 +20,74 @@
 /* Submissions handled per call before yielding the loop to other clients. */
 #define XFER_BATCH 512
 /*
- * Local copies (the tcp transport): at most this much of one op per call,
- * and no further submission taken once a call has copied this much. The
- * copy runs on the loop thread, and an op may move up to 4 GiB: in one go,
- * a client's batch of them held every other client's operations (and the
- * daemon's control work) for seconds. A bigger op is copied a piece per
- * call while its session's later submissions wait (their order holds), and
- * the other clients' turns come in between.
+ * Local copies (the tcp transport, and SENDs to a local endpoint): at most
+ * this much of one op per call, and no further submission taken once a
+ * call has copied this much. The copy runs on the loop thread, and an op
+ * may move up to 4 GiB: in one go, a client's batch of them held every
+ * other client's operations (and the daemon's control work) for seconds. A
+ * bigger op is copied a piece per call while its session's later
+ * submissions wait (their order holds), and the other clients' turns come
+ * in between. Host, a client writing 8 B synchronously beside one writing
+ * 64 MiB (4 in flight): 23 us a write (median) with 256 KiB pieces, 120 us
+ * with 1 MiB; the streamer kept its 9-10 GB/s.
  */
-#define XFER_COPY_PIECE (1u << 20)
+#define XFER_COPY_PIECE (256u << 10)
+
+/* A local copy ends: its receive (SEND) first, then the op. */
+static void copy_end(struct op *op, int status)
+{
+	struct op *rop = op->rop;
+
+	if (op->s->copying == op)
+		op->s->copying = NULL;
+	if (rop) {
+		op->rop = NULL;
+		/* Not arrived whole (a fault, its sender gone): the receive stays posted. */
+		recv_finish(op->s->core, rop, op->q.len, status);
+	}
+	op_end(op, status);
+}
 
 /* The next piece of a local copy: true once it is all done (or failed: ended). */
 static bool copy_piece(struct op *op)
 {
 	const struct rp_sqe *q = &op->q;
-	bool wr = q->opcode == RP_SQE_WRITE;
-	char *l = (char *)op->region->addr + q->offset;
-	char *rm = (char *)op->e->region->addr + q->remote_offset;
-	char *dst = wr ? rm : l, *src = wr ? l : rm;
+	char *l = (char *)op->region->addr + q->offset, *dst, *src;
 	uint64_t n = q->len - op->copied < XFER_COPY_PIECE ? q->len - op->copied : XFER_COPY_PIECE;
-	/* Overlapping, the destination above: from the end, or a piece reads what one wrote. */
-	uint64_t off = dst > src && dst < src + q->len ? q->len - op->copied - n : op->copied;
+	uint64_t off;
 	int r;
 
-	/* memmove: a client may target its own exported region. */
+	if (q->opcode == RP_SQE_SEND) {
+		dst = recv_addr(op->rop);
+		src = l;
+	} else {
+		/* The op's own reference: an unexport or a free does not unmap it meanwhile. */
+		char *rm = (char *)op->tregion->addr + q->remote_offset;
+
+		dst = q->opcode == RP_SQE_WRITE ? rm : l;
+		src = q->opcode == RP_SQE_WRITE ? l : rm;
+	}
+	/* Overlapping, the destination above: from the end, or a piece reads what one wrote. */
+	off = dst > src && dst < src + q->len ? q->len - op->copied - n : op->copied;
+	/* memmove: a client may target its own exported region, or send to itself. */
 	r = guarded_memmove(dst + off, src + off, n);
 	op->copied += n;
 	op->s->turn_bytes += n;
+	if (n == XFER_COPY_PIECE)
+		op->s->core->long_pass = true;
 	if (r < 0 || op->copied == q->len) {
-		if (op->s->copying == op)
-			op->s->copying = NULL;
-		op_end(op, r);
+		copy_end(op, r);
 		return true;
 	}
 	return false;
+}
+
+/* Copy now, or the first piece now and the rest in later runs: OP_PENDING either way. */
+static int copy_start(struct op *op)
+{
+	if (!copy_piece(op))
+		op->s->copying = op; /* xfer_run() goes on with it */
+	return OP_PENDING;
 }
 
 /* Between two regions of this host, without the device: a copy. */
@@ -67,9 +101,8 @@ static int local_copy(struct op *op)
 		if (r < 0)
 			return r;
 	}
-	if (!copy_piece(op))
-		op->s->copying = op; /* xfer_run() goes on with it */
-	return OP_PENDING;
+	op->tregion = region_ref(op->e->region);
+	return copy_start(op);
 }
 
 /* Through a loopback QP: OP_PENDING (reported by op_verbs_done()) or <0. */
@@ -153,10 +186,9 @@ static int do_send(struct op *op)
 	r = endpoint_take(s->core, d->endpoint, q->len, s, NULL, &rop);
 	if (r < 0)
 		return r;
-	r = guarded_memmove(recv_addr(rop), (char *)lr->addr + q->offset, q->len);
-	/* A fault leaves the receive posted (-EFAULT for the send). */
-	recv_finish(s->core, rop, q->len, r);
-	return r;
+	/* Its bytes move like a local WRITE's, in pieces when big (copy_end()). */
+	op->rop = rop;
+	return copy_start(op);
 }
 
 static int do_post_recv(struct op *op)
@@ -190,12 +222,8 @@ static int start(struct op *op)
 /* The session goes: a copy it left half done ends (nobody sees its completion). */
 void xfer_abandon(struct session *s)
 {
-	struct op *op = s->copying;
-
-	if (op) {
-		s->copying = NULL;
-		op_end(op, -ECANCELED);
-	}
+	if (s->copying)
+		copy_end(s->copying, -ECANCELED);
 }
 
 /* @q has its completion slot: make it an operation, which ends now or later. */
@@ -272,6 +300,11 @@ static int drain(struct session *s, unsigned *budget)
 		more = r->seq ? sq_ready(r) > 0 : r->sq_head != prod;
 		if (!more)
 			break;
+		/* A copy to finish first, or enough copied for one turn: the others' turn. */
+		if (s->copying || s->turn_bytes >= XFER_COPY_PIECE) {
+			*budget = 0;
+			break;
+		}
 		err = xfer_reserve(s);
 		if (err < 0)
 			break;
@@ -290,12 +323,6 @@ static int drain(struct session *s, unsigned *budget)
 			break;
 		}
 		execute(s, &q);
-		/* A copy to finish first, or enough copied for one turn: the others' turn. */
-		if (s->copying || s->turn_bytes >= XFER_COPY_PIECE) {
-			more = true;
-			*budget = 0;
-			break;
-		}
 	}
 	if (err == -ENOSPC) {
 		rp_ring_arm(r->v.sq, RP_RING_STALLED);
@@ -357,6 +384,8 @@ int xfer_run(struct session *s)
 		rc = drain(s, &budget);
 		if (rc < 0)
 			return rc;
+		if (s->copying)
+			return XFER_YIELD; /* a piece per run: the rest next time */
 		if (rc == DRAIN_STALLED)
 			return XFER_STALLED; /* the client's next reap rings us */
 		if (rc == DRAIN_EMPTY)

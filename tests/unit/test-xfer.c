@@ -1062,14 +1062,18 @@ static void test_teardown(void)
  * that overlap (a client's own export) still move like memmove.
  */
 #define BIG (5u << 20)
+#define PIECE (256u << 10) /* xfer.c's XFER_COPY_PIECE */
 static void test_big_copy(void)
 {
 	uint64_t was_bytes = t.cfg.max_registered_bytes;
 	struct th_session *c = th_session_new(&t, 1000, 1000), *d = th_session_new(&t, 1001, 1001);
 	struct th_session *e = th_session_new(&t, 1000, 1000);
 	unsigned char *pc, *pd, *pe, *want = malloc(BIG), small[16];
-	uint32_t rc = 0, rd = 0, re = 0, h = 0, self = 0, he = 0;
-	uint64_t big, after, gone;
+	uint32_t rc = 0, rd = 0, re = 0, h = 0, self = 0, he = 0, h3 = 0, rd2 = 0, ep = 0, dsd = 0,
+		 dse = 0;
+	unsigned char *pd2;
+	uint64_t big, after, gone, ck;
+	unsigned before;
 	unsigned runs = 0, n = 0, i;
 	struct rp_cqe cq[4];
 	int r = 0;
@@ -1087,8 +1091,9 @@ static void test_big_copy(void)
 	big = sub(c, sqe(RP_SQE_WRITE, rc, 0, h, 0, BIG - sizeof(small)));
 	after = sub(c, sqe(RP_SQE_WRITE, rc, BIG - sizeof(small), h, 0, sizeof(small)));
 	tap_is_int(th_run(c), XFER_YIELD, "a 5 MiB local WRITE: the run yields after a piece");
-	tap_ok(reap_n(c, 4) == 0 && c->s.copying && c->s.copying->copied == 1u << 20,
-	       "nothing completed yet: 1 MiB of it copied");
+	tap_ok(reap_n(c, 4) == 0 && c->s.copying && c->s.copying->copied == PIECE,
+	       "nothing completed yet: a piece of it copied (%llu bytes)",
+	       c->s.copying ? (unsigned long long)c->s.copying->copied : 0ull);
 	tap_is_int(status_of(a, sqe(RP_SQE_WRITE, ra, 0, h_rw, 0, 64)), 0,
 		   "meanwhile another client's WRITE completes in its own run");
 	do {
@@ -1098,9 +1103,9 @@ static void test_big_copy(void)
 		if (n + i <= 4)
 			memcpy(cq + n, cqs, i * sizeof(cqs[0]));
 		n += i;
-	} while (r == XFER_YIELD && runs < 100);
-	/* 4 pieces left, and maybe a run to find the ring empty after a full turn. */
-	tap_ok(r == XFER_EMPTY && runs >= 4 && runs <= 5 && n == 2,
+	} while (r == XFER_YIELD && runs < 1000);
+	/* The pieces left, and maybe a run to find the ring empty after a full turn. */
+	tap_ok(r == XFER_EMPTY && runs >= BIG / PIECE - 1 && runs <= BIG / PIECE && n == 2,
 	       "it takes a run per piece (%u more), then both complete (%u)", runs, n);
 	tap_ok(n == 2 && cq[0].cookie == big && cq[0].status == 0 && cq[0].len == BIG - 16 &&
 		       cq[1].cookie == after && cq[1].status == 0,
@@ -1121,7 +1126,7 @@ static void test_big_copy(void)
 		memcpy(want, pc, BIG);
 		memmove(want + dst, want + src, len);
 		sub(c, sqe(RP_SQE_WRITE, rc, src, self, dst, len));
-		for (runs = 0; th_run(c) == XFER_YIELD && runs < 100; runs++)
+		for (runs = 0; th_run(c) == XFER_YIELD && runs < 1000; runs++)
 			;
 		tap_ok(reap(c) == 1 && cqs[0].status == 0 && !memcmp(pc, want, BIG),
 		       "a 4 MiB WRITE into one's own export %s its source moves like memmove",
@@ -1130,8 +1135,53 @@ static void test_big_copy(void)
 	th_remote_close(c, self);
 	th_unexport(c, rc, "c.self");
 
+	/* The exporter frees its region mid-copy: the copy goes on into memory it still holds. */
+	th_export_for(d, rd, RP_ACCESS_REMOTE_WRITE, "d.big3", 1000);
+	th_remote_open(c, "", "d.big3", &h3);
+	before = d->n_replies;
+	ck = sub(c, sqe(RP_SQE_WRITE, rc, 0, h3, 0, BIG));
+	tap_ok(th_run(c) == XFER_YIELD && c->s.copying, "a third 5 MiB WRITE, a piece done");
+	r = th_region_free(d, rd);
+	for (runs = 0; th_run(c) == XFER_YIELD && runs < 1000; runs++)
+		;
+	tap_ok(reap(c) == 1 && cqs[0].cookie == ck && cqs[0].status == 0,
+	       "its exporter freed the region meanwhile (%d): the copy still ends, once", r);
+	th_jobs_run(&t, TH_MAX_JOBS);
+	tap_ok(r == 0 || (d->n_replies > before && th_reply(d)->status == 0),
+	       "and the free is answered once it is done");
+
+	/* A 5 MiB SEND to a local endpoint moves in pieces too. */
+	if (th_region(d, BIG, &rd2, (void **)&pd2) || th_ep_bind(d, "d.ep", &ep) ||
+	    th_dest_open(c, "", "d.ep", &dsd))
+		abort();
+	ck = sub(d, sqe(RP_SQE_POST_RECV, rd2, 0, ep, 0, BIG));
+	th_run(d);
+	fill(pc, BIG, 31);
+	sub(c, sqe(RP_SQE_SEND, rc, 0, dsd, 0, BIG));
+	tap_is_int(th_run(c), XFER_YIELD, "a 5 MiB SEND to a local endpoint: a piece per run");
+	for (runs = 0; th_run(c) == XFER_YIELD && runs < 1000; runs++)
+		;
+	tap_ok(reap(c) == 1 && cqs[0].status == 0 && reap(d) == 1 && cqs[0].cookie == ck &&
+		       cqs[0].status == 0 && cqs[0].len == BIG && !memcmp(pd2, pc, BIG),
+	       "then the SEND and the RECV complete, the message whole");
+	ck = sub(d, sqe(RP_SQE_POST_RECV, rd2, 0, ep, 0, BIG));
+	th_run(d);
+	th_dest_open(e, "", "d.ep", &dse);
+	gone = sub(e, sqe(RP_SQE_SEND, re, 0, dse, 0, BIG));
+	tap_ok(th_run(e) == XFER_YIELD && e->s.copying, "another client's 5 MiB SEND, half done");
+	expected[gone] = 0; /* its session dies: no completion */
+	th_session_close(e);
+	tap_ok(t.n_ops == 0 && reap(d) == 0, "its client gone, it ended; the receive did not");
+	memset(pc, 0x5a, 16);
+	tap_is_int(status_of(c, sqe(RP_SQE_SEND, rc, 0, dsd, 0, 16)), 0, "the next SEND");
+	tap_ok(reap(d) == 1 && cqs[0].cookie == ck && cqs[0].len == 16 && !memcmp(pd2, pc, 16),
+	       "takes that receive, still posted");
+
 	/* A client that goes with a copy half done: the copy ends with it. */
-	th_export_for(d, rd, RP_ACCESS_REMOTE_WRITE, "d.big2", 1000);
+	e = th_session_new(&t, 1000, 1000);
+	if (th_hello(e) || th_region(e, BIG, &re, (void **)&pe))
+		abort();
+	th_export_for(d, rd2, RP_ACCESS_REMOTE_WRITE, "d.big2", 1000);
 	th_remote_open(e, "", "d.big2", &he);
 	gone = sub(e, sqe(RP_SQE_WRITE, re, 0, he, 0, BIG));
 	tap_ok(th_run(e) == XFER_YIELD && e->s.copying, "another 5 MiB WRITE, half done");
