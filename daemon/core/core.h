@@ -247,6 +247,7 @@ struct core {
 	struct nametab remote_keys; /* handles to other daemons' exports, by peer, inc and id */
 	size_t n_remotes;
 	bool long_pass; /* a pass copied a piece of a big local copy: read the clock (engine) */
+	unsigned pass_sessions;	       /* sessions with work in the engine's last pass */
 	struct nametab export_names;   /* @exports (not exports_adding), by name */
 	unsigned n_exports;	       /* on @exports */
 	struct nametab endpoint_names; /* bound endpoints, by name */
