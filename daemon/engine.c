@@ -392,8 +392,7 @@ static void run(struct engine *e)
 			next = ent->next;
 			work += poll_session(e, ent);
 		}
-		/* Sessions with work this pass: a big local copy takes smaller pieces beside
-		 * others. */
+		/* Sessions with work: beside others, a big local copy takes small pieces. */
 		e->core->pass_sessions = (unsigned)work;
 		if (e->rdev && (n = rdev_cq_drain(e->rdev)) > 0) {
 			e->last_cq = e->now;

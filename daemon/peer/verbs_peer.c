@@ -316,13 +316,28 @@ static bool conn_pending(const struct vconn *c)
 	       (c->state == VC_ACCEPT || c->state == VC_UP) && peer_x_pending(c->link);
 }
 
+/* Of those, the one with the longest turn (NULL: none), and how many there are. */
+static struct vconn *oldest_pending(struct vtransport *t, uint32_t *ret_n)
+{
+	struct vconn *o, *v = NULL;
+	uint32_t n = 0;
+
+	for (o = t->conns; o; o = o->next)
+		if (conn_pending(o)) {
+			n++;
+			if (!v || o->ready_ms < v->ready_ms)
+				v = o;
+		}
+	*ret_n = n;
+	return v;
+}
+
 /* Claim this connection's worst case on the device CQ (rdma_dev.h). */
 static int cq_reserve(struct vconn *c, char *why, size_t whylen)
 {
 	struct vtransport *t = c->t;
-	uint64_t now = ev_now_ms(t->ev), oldest = 0;
-	uint32_t need = c->sq + c->rq, pending = 0;
-	const struct vconn *o;
+	uint32_t need = c->sq + c->rq, pending;
+	const struct vconn *v;
 	int n;
 
 	if (rdev_cq_claim(t->d, need) == 0) {
@@ -333,17 +348,13 @@ static int cq_reserve(struct vconn *c, char *why, size_t whylen)
 		     "completion queue full: %u of cq_depth %u entries unclaimed, a connection "
 		     "needs %u; raise [verbs] cq_depth",
 		     rdev_cq_room(t->d), t->cq_depth, need);
-	for (o = t->conns; o; o = o->next)
-		if (conn_pending(o)) {
-			pending++;
-			if (now - o->ready_ms > oldest)
-				oldest = now - o->ready_ms;
-		}
 	/* Ours: none of them had had VP_EVICT_MS (room_wait()). */
-	if (c->outbound && n > 0 && (size_t)n < whylen)
+	if (c->outbound && n > 0 && (size_t)n < whylen) {
+		v = oldest_pending(t, &pending);
 		snprintf(why + n, whylen - (size_t)n,
 			 "; %u unauthenticated inbound hold room (oldest %llu ms)", pending,
-			 (unsigned long long)oldest);
+			 (unsigned long long)(v ? ev_now_ms(t->ev) - v->ready_ms : 0));
+	}
 	return -ENOSPC;
 }
 
@@ -376,16 +387,15 @@ static bool room_wait(struct vconn *c)
 {
 	struct vtransport *t = c->t;
 	uint64_t now = ev_now_ms(t->ev);
-	struct vconn *o, *v = NULL;
+	struct vconn *v;
+	uint32_t pending;
 
 	if (c->room_wait) /* ADDR_RESOLVED comes once; a second would count it twice */
 		return true;
 	if (t->room_freeing <= t->room_waiters) {
-		for (o = t->conns; o; o = o->next)
-			if (conn_pending(o) && o->cq_share >= c->sq + c->rq &&
-			    now - o->ready_ms >= VP_EVICT_MS && (!v || o->ready_ms < v->ready_ms))
-				v = o;
-		if (!v)
+		/* Every connection claims the same share (sq + rq of the transport). */
+		v = oldest_pending(t, &pending);
+		if (!v || now - v->ready_ms < VP_EVICT_MS)
 			return false;
 		log_warn("verbs peer %s: dropping the connection from %s, not authenticated after "
 			 "%llu ms: our connection to %s needs its completion queue room",
