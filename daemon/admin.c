@@ -169,7 +169,7 @@ static unsigned exports_shown_of(const struct viewer *w, const struct session *s
 	uint32_t i;
 
 	for (i = 0; i < s->regions.n; i++) {
-		const struct region *r = s->regions.v[i];
+		const struct region *r = idtab_at(&s->regions, i);
 
 		for (e = r ? r->exports : NULL; e; e = e->rnext)
 			n += export_may_open_local(e, w->s);
@@ -181,23 +181,15 @@ static void fill_client(const struct viewer *w, const struct session *s,
 			struct rp_admin_client *rec)
 {
 	const struct stats_session *st = &s->stats;
-	uint32_t i;
 
 	rec->id = s->id;
 	rec->pid = (int32_t)s->cred.pid;
 	rec->uid = (uint32_t)s->cred.uid;
 	rec->gid = (uint32_t)s->cred.gid;
 	memcpy(rec->comm, s->comm, sizeof(rec->comm));
-	for (i = 0; i < s->regions.n; i++) {
-		const struct region *r = s->regions.v[i];
-
-		if (r) {
-			rec->regions++;
-			rec->registered_bytes += r->len;
-		}
-	}
-	for (i = 0; i < s->endpoints.n; i++)
-		rec->endpoints += s->endpoints.v[i] != NULL;
+	rec->regions = s->regions.used;
+	rec->registered_bytes = s->region_bytes;
+	rec->endpoints = s->endpoints.used;
 	rec->exports = sees_all(w, s) ? s->exports : exports_shown_of(w, s);
 	rec->inflight = s->rings.cq_reserved;
 	rec->ops = st->ops;
@@ -312,7 +304,7 @@ static void page_regions(struct page *p, const struct viewer *w, const struct se
 	uint32_t i;
 
 	for (i = 0; i < s->regions.n; i++) {
-		const struct region *r = s->regions.v[i];
+		const struct region *r = idtab_at(&s->regions, i);
 		const struct export *e;
 		unsigned ne, nshown, k;
 
@@ -380,7 +372,7 @@ static void page_endpoints(struct page *p, const struct viewer *w, const struct 
 	uint32_t i;
 
 	for (i = 0; i < s->endpoints.n; i++) {
-		const struct endpoint *ep = s->endpoints.v[i];
+		const struct endpoint *ep = idtab_at(&s->endpoints, i);
 		uint64_t key = (uint64_t)s->id << 32 | (i + 1);
 		struct rp_admin_endpoint *rec;
 		const struct op *o;

@@ -11,41 +11,60 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A free slot's content: a link to the free slot with id @next (0: none). */
+static void *free_link(uint32_t next)
+{
+	return (void *)((uintptr_t)next << 1 | 1u);
+}
+
+static uint32_t free_next(const void *p)
+{
+	return (uint32_t)((uintptr_t)p >> 1);
+}
+
 int idtab_add(struct idtab *t, void *p, uint32_t max, uint32_t *ret_id)
 {
-	uint32_t i;
+	uint32_t i, n;
 	void **nv;
 
-	for (i = 0; i < t->n; i++)
-		if (!t->v[i])
-			goto found;
-	if (t->n >= max)
-		return -ENOSPC;
-	nv = realloc(t->v, sizeof(*nv) * (t->n ? t->n * 2 : 8));
-	if (!nv)
-		return -ENOMEM;
-	memset(nv + t->n, 0, sizeof(*nv) * (t->n ? t->n : 8));
-	t->v = nv;
-	t->n = t->n ? t->n * 2 : 8;
-	if (t->n > max)
-		t->n = max;
-found:
+	if (!t->free) {
+		if (t->n >= max)
+			return -ENOSPC;
+		n = t->n ? t->n * 2 : 8;
+		if (n > max)
+			n = max;
+		nv = realloc(t->v, sizeof(*nv) * n);
+		if (!nv)
+			return -ENOMEM;
+		/* The new slots, lowest id first. */
+		for (i = t->n; i < n; i++)
+			nv[i] = free_link(i + 1 < n ? i + 2 : 0);
+		t->v = nv;
+		t->free = t->n + 1;
+		t->n = n;
+	}
+	i = t->free - 1;
+	t->free = free_next(t->v[i]);
 	t->v[i] = p;
+	t->used++;
 	*ret_id = i + 1;
 	return 0;
 }
 
 void *idtab_get(const struct idtab *t, uint32_t id)
 {
-	return id && id <= t->n ? t->v[id - 1] : NULL;
+	return id && id <= t->n ? idtab_at(t, id - 1) : NULL;
 }
 
 void *idtab_del(struct idtab *t, uint32_t id)
 {
 	void *p = idtab_get(t, id);
 
-	if (p)
-		t->v[id - 1] = NULL;
+	if (p) {
+		t->v[id - 1] = free_link(t->free);
+		t->free = id;
+		t->used--;
+	}
 	return p;
 }
 
@@ -54,6 +73,8 @@ void idtab_free(struct idtab *t)
 	free(t->v);
 	t->v = NULL;
 	t->n = 0;
+	t->used = 0;
+	t->free = 0;
 }
 
 struct u64map_ent {
@@ -177,7 +198,7 @@ int core_new(const struct config *cfg, const struct core_glue_ops *glue, struct 
 	c->own_jobs.jobs_tail = &c->own_jobs.jobs;
 	c->jobs_max = JOBS_MAX_DEFAULT;
 	if (nametab_init(&c->export_names) < 0 || nametab_init(&c->endpoint_names) < 0 ||
-	    nametab_init(&c->remote_keys) < 0) {
+	    nametab_init(&c->remote_keys) < 0 || nametab_init(&c->adding_names) < 0) {
 		core_free(c);
 		return -ENOMEM;
 	}
@@ -267,6 +288,7 @@ struct core *core_free(struct core *c)
 	nametab_fini(&c->export_names);
 	nametab_fini(&c->remote_keys);
 	nametab_fini(&c->endpoint_names);
+	nametab_fini(&c->adding_names);
 	free(c);
 	return NULL;
 }

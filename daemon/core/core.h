@@ -138,16 +138,31 @@ struct uid_acct {
 	bool jobs_turn;		    /* it is in core->jobs_turn */
 };
 
-/* A small id -> pointer table; ids are index + 1 so 0 is never valid. */
+/*
+ * A small id -> pointer table; ids are index + 1 so 0 is never valid. Free
+ * slots hold a tagged link (bit 0 set) to the next free slot, so an add
+ * takes the last freed id in O(1) instead of scanning for a hole; walks
+ * use idtab_at(), which reads a free slot as NULL.
+ */
 struct idtab {
 	void **v;
-	uint32_t n;
+	uint32_t n;    /* slots */
+	uint32_t used; /* slots holding a pointer */
+	uint32_t free; /* id of the first free slot, 0: none */
 };
 
 int idtab_add(struct idtab *t, void *p, uint32_t max, uint32_t *ret_id);
 void *idtab_get(const struct idtab *t, uint32_t id);
 void *idtab_del(struct idtab *t, uint32_t id);
 void idtab_free(struct idtab *t);
+
+/* Slot @i (id i + 1) of @t: its pointer, or NULL if the slot is free. */
+static inline void *idtab_at(const struct idtab *t, uint32_t i)
+{
+	void *p = t->v[i];
+
+	return (uintptr_t)p & 1u ? NULL : p;
+}
 
 /* A u64 -> pointer map (export ids given to peers): O(1) lookups. */
 struct u64map {
@@ -189,6 +204,7 @@ struct session {
 	struct uid_acct *acct;
 	struct rings rings;
 	struct idtab regions;	/* struct region * */
+	uint64_t region_bytes;	/* the length of those */
 	struct idtab remotes;	/* struct export * */
 	struct idtab endpoints; /* struct endpoint * */
 	struct idtab dests;	/* struct dest * */
@@ -242,6 +258,7 @@ struct core {
 	bool jobs_starting;
 	struct export *exports;
 	struct export *exports_adding; /* their MRs being registered: names taken, not visible */
+	struct nametab adding_names;   /* @exports_adding, by name */
 	struct u64map by_peer_id;      /* exports looked up by peers, by the id they were given */
 	uint64_t next_peer_id;
 	struct nametab remote_keys; /* handles to other daemons' exports, by peer, inc and id */
@@ -328,6 +345,7 @@ struct region {
 	struct session *waiter; /* held: its REGION_FREE is answered once it is unmapped */
 	struct rp_hdr waiter_h;
 	struct export *exports; /* its public exports (export->rnext), for region frees */
+	struct export *adding;	/* its exports being added (export->rnext) */
 };
 
 /*
@@ -438,9 +456,9 @@ struct looker {
  */
 /* clang-format off */
 struct export {
-	struct export *next, **pprev; /* core->exports, or exports_adding (no pprev) */
-	struct export *rnext, **rpprev; /* region->exports while on core->exports */
-	struct name_node node;	       /* in core->export_names while on core->exports */
+	struct export *next, **pprev; /* core->exports, or exports_adding */
+	struct export *rnext, **rpprev; /* region->exports, or region->adding */
+	struct name_node node;	       /* in core->export_names, or adding_names */
 	struct core *core;
 	unsigned refs; /* the name table + remote handles + operations */
 	bool dead;     /* unexported: region must not be touched */

@@ -137,17 +137,37 @@ static struct mr_job *mr_job_new(struct export *e, struct region *r,
 	return j;
 }
 
-static void unlink_adding(struct core *c, struct export *e)
+/* @e's MR is being registered: its name is taken, it is not public yet. */
+static void adding_link(struct core *c, struct export *e)
 {
-	struct export **pp;
+	e->next = c->exports_adding;
+	if (e->next)
+		e->next->pprev = &e->next;
+	e->pprev = &c->exports_adding;
+	c->exports_adding = e;
+	nametab_add(&c->adding_names, &e->node, e->name);
+	e->rnext = e->region->adding;
+	if (e->rnext)
+		e->rnext->rpprev = &e->rnext;
+	e->rpprev = &e->region->adding;
+	e->region->adding = e;
+	e->region->acct->exports++;
+}
 
-	for (pp = &c->exports_adding; *pp; pp = &(*pp)->next)
-		if (*pp == e) {
-			*pp = e->next;
-			e->next = NULL;
-			e->region->acct->exports--;
-			return;
-		}
+static void adding_unlink(struct core *c, struct export *e)
+{
+	nametab_del(&c->adding_names, &e->node);
+	*e->pprev = e->next;
+	if (e->next)
+		e->next->pprev = e->pprev;
+	e->next = NULL;
+	e->pprev = NULL;
+	*e->rpprev = e->rnext;
+	if (e->rnext)
+		e->rnext->rpprev = e->rpprev;
+	e->rnext = NULL;
+	e->rpprev = NULL;
+	e->region->acct->exports--;
 }
 
 static void unref_region(void *arg)
@@ -169,7 +189,7 @@ static void export_job_done(struct core_job *cj)
 	if (e->dead)
 		status = -RP_EBADHANDLE;
 	else
-		unlink_adding(c, e);
+		adding_unlink(c, e);
 	if (status == 0) {
 		e->xport = j->mr;
 		e->xregion = j->r; /* the job's reference is the export's now */
@@ -191,12 +211,7 @@ static void export_job_done(struct core_job *cj)
 
 static bool name_taken(struct core *c, const char *name)
 {
-	const struct export *e;
-
-	for (e = c->exports_adding; e; e = e->next)
-		if (!strcmp(e->name, name))
-			return true;
-	return export_find(c, name) != NULL;
+	return nametab_find(&c->adding_names, name) || export_find(c, name);
 }
 
 int export_add(struct session *s, const struct rp_hdr *h, struct region *r, const char *name,
@@ -244,9 +259,7 @@ int export_add(struct session *s, const struct rp_hdr *h, struct region *r, cons
 	session_hold(s);
 	s->exporting++;
 	e->job = j;
-	e->next = c->exports_adding;
-	c->exports_adding = e;
-	r->acct->exports++;
+	adding_link(c, e);
 	core_job_run(&j->job, j->r->acct);
 	return EXPORT_LATER;
 }
@@ -657,22 +670,17 @@ int export_remove(struct core *c, struct session *s, const struct rp_hdr *h, uin
 
 void export_remove_region(struct core *c, struct region *r)
 {
-	struct export **pp, *e;
+	struct export *e;
 
-	/* Its own list: not a walk past every other user's exports. */
+	/* Its own lists: not a walk past every other user's exports. */
 	while ((e = r->exports))
 		export_kill(c, e); /* unlinks it */
 	/* Not public yet: its job finds it dead and answers the EXPORT with an error. */
-	pp = &c->exports_adding;
-	while (*pp)
-		if ((*pp)->region == r) {
-			r->acct->exports--;
-			(*pp)->dead = true;
-			mr_job_cancel((*pp)->job);
-			*pp = (*pp)->next;
-		} else {
-			pp = &(*pp)->next;
-		}
+	while ((e = r->adding)) {
+		adding_unlink(c, e);
+		e->dead = true;
+		mr_job_cancel(e->job);
+	}
 }
 
 void remote_opened(struct session *s, const struct rp_hdr *h, int status, const struct remote *info)

@@ -159,10 +159,12 @@ void session_region_done(struct core_job *cj)
 
 	if (status == 0) {
 		status = idtab_add(&s->regions, r, MAX_SESSION_REGIONS, &rep.id);
-		if (status < 0)
+		if (status < 0) {
 			region_unref(r);
-		else
+		} else {
 			r->id = rep.id;
+			s->region_bytes += r->len;
+		}
 	}
 	if (status < 0 && !s->dead)
 		log_debug("client %u: region of %llu bytes refused: %s", s->id,
@@ -178,6 +180,7 @@ static int handle_region_free(struct session *s, const struct rp_hdr *h, const s
 
 	if (!r)
 		return session_reply(s, h, -RP_EBADHANDLE, NULL, 0, NULL, 0);
+	s->region_bytes -= r->len;
 	export_remove_region(s->core, r);
 	r->s = NULL;
 	if (region_free(r, s, h) == REGION_LATER)
@@ -459,9 +462,11 @@ static void release_table(struct session *s, struct idtab *t,
 {
 	uint32_t i;
 
+	void *p;
+
 	for (i = 0; i < t->n; i++)
-		if (t->v[i])
-			drop(s, t->v[i], i + 1);
+		if ((p = idtab_at(t, i)))
+			drop(s, p, i + 1);
 	idtab_free(t);
 }
 
@@ -502,6 +507,7 @@ void session_release(struct session *s)
 	release_table(s, &s->remotes, drop_remote);
 	release_table(s, &s->dests, drop_dest);
 	release_table(s, &s->regions, drop_region);
+	s->region_bytes = 0;
 	/* Its exports are gone with its regions: nothing reads its groups any more. */
 	session_set_groups(s, NULL, 0);
 	rings_free(&s->rings);

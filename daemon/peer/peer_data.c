@@ -229,21 +229,26 @@ static void lookup_answer(struct peer_link *l, struct export *e, uint64_t id, in
 
 /* A LOOKUP whose MR is being registered (off the loop thread). */
 struct pserve {
-	struct pserve *next;
-	struct peer_link *link; /* NULL once the link failed: nobody to answer */
-	struct export *e;	/* held by the registration until serve_done() returns */
+	struct pserve *next, **pprev; /* in link->serving */
+	struct peer_link *link;	      /* NULL once the link failed: nobody to answer */
+	struct export *e;	      /* held by the registration until serve_done() returns */
 	uint64_t id;
 };
 
+static void serving_unlink(struct pserve *ps)
+{
+	*ps->pprev = ps->next;
+	if (ps->next)
+		ps->next->pprev = ps->pprev;
+}
+
 static void serve_done(void *arg, int status)
 {
-	struct pserve *ps = arg, **pp;
+	struct pserve *ps = arg;
 	struct peer_link *l = ps->link;
 
 	if (l) {
-		for (pp = &l->serving; *pp != ps; pp = &(*pp)->next)
-			;
-		*pp = ps->next;
+		serving_unlink(ps);
 		if (!link_closing(l))
 			lookup_answer(l, ps->e, ps->id, status);
 	}
@@ -278,11 +283,14 @@ static void on_lookup(struct peer_link *l, const struct pp_lookup *m)
 			ps->e = e;
 			ps->id = m->h.id;
 			ps->next = l->serving;
+			ps->pprev = &l->serving;
+			if (ps->next)
+				ps->next->pprev = &ps->next;
 			l->serving = ps;
 			err = export_peer_mr_prepare(e, l->peer->conf.name, serve_done, ps);
 			if (err == EXPORT_LATER)
 				return; /* serve_done() answers, maybe done already */
-			l->serving = ps->next;
+			serving_unlink(ps);
 			free(ps);
 		}
 		lookup_answer(l, e, m->h.id, err);
@@ -901,7 +909,7 @@ void data_link_failed(struct peer_link *l)
 	}
 	/* Their registrations go on; their answers have nowhere to go. */
 	while ((ps = l->serving)) {
-		l->serving = ps->next;
+		serving_unlink(ps);
 		ps->link = NULL;
 	}
 }

@@ -616,6 +616,51 @@ static void test_violations(void)
 	session_detach(&ts->s);
 }
 
+/* ---- id tables ---- */
+
+static void test_idtab(void)
+{
+	static int obj[40];
+	struct idtab tab = { 0 };
+	uint32_t id, i, n;
+	bool ok = true;
+
+	for (i = 0; i < 20 && ok; i++)
+		ok = idtab_add(&tab, &obj[i], 20, &id) == 0 && id == i + 1;
+	tap_ok(ok, "ids are handed out from 1, in order");
+	tap_is_int(idtab_add(&tab, &obj[20], 20, &id), -ENOSPC, "past its maximum: ENOSPC");
+	tap_ok(tab.n == 20 && tab.used == 20, "20 slots, 20 used");
+	tap_ok(idtab_get(&tab, 0) == NULL && idtab_get(&tab, 21) == NULL &&
+		       idtab_get(&tab, UINT32_MAX) == NULL,
+	       "ids 0 and past the table are nobody's");
+	tap_ok(idtab_del(&tab, 5) == &obj[4] && idtab_del(&tab, 17) == &obj[16], "deleted 5, 17");
+	tap_ok(idtab_get(&tab, 5) == NULL && idtab_del(&tab, 5) == NULL,
+	       "a freed id reads as nobody's, and is not deleted twice");
+	tap_is_int(tab.used, 18, "18 used");
+	for (i = n = 0; i < tab.n; i++)
+		n += idtab_at(&tab, i) != NULL;
+	tap_is_int(n, 18, "a walk sees the 18");
+	tap_ok(idtab_add(&tab, &obj[30], 20, &id) == 0 && id == 17, "the last freed id first");
+	tap_ok(idtab_add(&tab, &obj[31], 20, &id) == 0 && id == 5, "then the one before it");
+	tap_is_int(idtab_add(&tab, &obj[32], 20, &id), -ENOSPC, "then full again");
+	tap_ok(idtab_get(&tab, 17) == &obj[30] && idtab_get(&tab, 5) == &obj[31] &&
+		       idtab_get(&tab, 6) == &obj[5],
+	       "every id maps to its own object");
+	for (i = 1; i <= 20; i++)
+		idtab_del(&tab, i);
+	tap_is_int(tab.used, 0, "all deleted");
+	for (i = 0, ok = true; i < 20 && ok; i++)
+		ok = idtab_add(&tab, &obj[i], 20, &id) == 0 && id >= 1 && id <= 20 &&
+		     idtab_get(&tab, id) == &obj[i];
+	tap_ok(ok && tab.used == 20 && tab.n == 20, "the 20 ids are handed out again");
+	idtab_free(&tab);
+	tap_ok(tab.n == 0 && tab.used == 0 && tab.free == 0 && !idtab_get(&tab, 1), "freed");
+	tap_ok(idtab_add(&tab, &obj[0], 1, &id) == 0 && id == 1 &&
+		       idtab_add(&tab, &obj[1], 1, &id) == -ENOSPC,
+	       "a table of one");
+	idtab_free(&tab);
+}
+
 int main(void)
 {
 	struct th_session *a, *b;
@@ -625,6 +670,7 @@ int main(void)
 	if (th_init(&t) < 0)
 		return 99;
 	test_validate();
+	test_idtab();
 	test_hello_violations();
 	test_hello_versions();
 	test_hello_fds();
