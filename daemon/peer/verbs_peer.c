@@ -150,6 +150,9 @@ struct vdrop {
 
 static bool leave(struct vtransport *t);
 static void room_give(struct vtransport *t);
+static bool room_check(struct vtransport *t, struct vconn *dial);
+static int setup_start(struct vconn *c, uint8_t resp_res, uint8_t init_depth, char *why,
+		       size_t whylen);
 
 /* Teardown order: QP, then the cm_id. */
 static void drop_verbs(struct vconn *c)
@@ -238,6 +241,9 @@ static bool on_tick_work(struct vtransport *t)
 	struct vconn *c, *next;
 	bool again = false;
 
+	/* Dials waiting for CQ room: has a connector's turn run out meanwhile? */
+	if (t->room_waiters && !t->freeing)
+		room_check(t, NULL);
 	for (c = t->conns; c; c = next) {
 		next = c->next;
 		/*
@@ -316,7 +322,16 @@ static bool conn_pending(const struct vconn *c)
 	       (c->state == VC_ACCEPT || c->state == VC_UP) && peer_x_pending(c->link);
 }
 
-/* Of those, the one with the longest turn (NULL: none), and how many there are. */
+/* Inbound, holding CQ room, our set-up job still running: pending next. */
+static bool conn_setting_up(const struct vconn *c)
+{
+	return !c->outbound && c->cq_share && c->state == VC_SETUP;
+}
+
+/*
+ * Of those, the one with the longest turn (NULL: none), and how many there
+ * are, counting those still being set up (@ret_n).
+ */
 static struct vconn *oldest_pending(struct vtransport *t, uint32_t *ret_n)
 {
 	struct vconn *o, *v = NULL;
@@ -327,6 +342,8 @@ static struct vconn *oldest_pending(struct vtransport *t, uint32_t *ret_n)
 			n++;
 			if (!v || o->ready_ms < v->ready_ms)
 				v = o;
+		} else if (conn_setting_up(o)) {
+			n++;
 		}
 	*ret_n = n;
 	return v;
@@ -348,7 +365,7 @@ static int cq_reserve(struct vconn *c, char *why, size_t whylen)
 		     "completion queue full: %u of cq_depth %u entries unclaimed, a connection "
 		     "needs %u; raise [verbs] cq_depth",
 		     rdev_cq_room(t->d), t->cq_depth, need);
-	/* Ours: none of them had had VP_EVICT_MS (room_wait()). */
+	/* Ours: room_check() found none it could wait for (a regression if not 0). */
 	if (c->outbound && n > 0 && (size_t)n < whylen) {
 		v = oldest_pending(t, &pending);
 		snprintf(why + n, whylen - (size_t)n,
@@ -373,30 +390,72 @@ static int cq_reserve(struct vconn *c, char *why, size_t whylen)
  * ours that finds no room waits (VC_ADDR, c->room_wait, within its own
  * deadline) for room being freed: that of connections failing already, if
  * there is more of it than dials waiting, else that of the inbound
- * connection that has had the longest turn at its handshake, if that is
- * VP_EVICT_MS or more: it is dropped. conn_free() hands freed room to the
- * waiting dials, oldest first, before anything else can claim it, so a
- * connector that comes straight back does not get it first. A peer's
- * handshake takes milliseconds; one not done in VP_EVICT_MS is stuck or
- * hostile, and its end counts as a failed handshake as it would have at
- * the deadline.
+ * connection that has had the longest turn at its handshake, once that is
+ * VP_EVICT_MS or more: it is dropped (now, or by the tick when its turn
+ * reaches that: room_check()). conn_free() hands freed room to the waiting
+ * dials, oldest first, before anything else can claim it, so a connector
+ * that comes straight back does not get it first. A peer's handshake takes
+ * milliseconds; one not done in VP_EVICT_MS is stuck or hostile, and its
+ * end counts as a failed handshake as it would have at the deadline. Only
+ * when no unauthenticated connection holds room (the room is the
+ * authenticated peers') does a dial fail at once: the CQ is full.
  *
  * True when @c waits.
  */
 static bool room_wait(struct vconn *c)
 {
 	struct vtransport *t = c->t;
-	uint64_t now = ev_now_ms(t->ev);
-	struct vconn *v;
-	uint32_t pending;
 
 	if (c->room_wait) /* ADDR_RESOLVED comes once; a second would count it twice */
 		return true;
-	if (t->room_freeing <= t->room_waiters) {
+	c->room_wait = true;
+	t->room_waiters++;
+	if (room_check(t, c))
+		return true;
+	c->room_wait = false;
+	t->room_waiters--;
+	return false;
+}
+
+/*
+ * Dials waiting for room that no failing connection will free: drop the
+ * unauthenticated connection with the longest turn if it has had
+ * VP_EVICT_MS, and check again. False when none is left that could be
+ * dropped; then @dial (one that is only starting to wait) fails at once,
+ * and so do the newest waiting dials: the CQ is full.
+ */
+static bool room_check(struct vtransport *t, struct vconn *dial)
+{
+	uint64_t now = ev_now_ms(t->ev);
+	struct vconn *v, *c, *o;
+	uint32_t pending;
+	char why[200];
+	int r;
+
+	while (t->room_waiters > t->room_freeing) {
 		/* Every connection claims the same share (sq + rq of the transport). */
 		v = oldest_pending(t, &pending);
-		if (!v || now - v->ready_ms < VP_EVICT_MS)
-			return false;
+		/* Not yet, or only being set up: the tick looks again (a dial keeps it running). */
+		if ((v && now - v->ready_ms < VP_EVICT_MS) || (!v && pending))
+			return true;
+		/* The oldest waiting dial (room_give() serves it first), or the newest. */
+		for (c = NULL, o = t->conns; o; o = o->next)
+			if (o->room_wait && (!c || (v ? o->created_ms <= c->created_ms
+						      : o->created_ms >= c->created_ms)))
+				c = o;
+		if (!v) {
+			if (c == dial || !c)
+				return false;
+			c->room_wait = false;
+			t->room_waiters--;
+			r = setup_start(c, 0, 0, why,
+					sizeof(why)); /* room may be there after all */
+			if (r < 0) {
+				log_warn("verbs peer %s: not connecting: %s", c->addr, why);
+				vc_fail(c, r, "%s", why);
+			}
+			continue;
+		}
 		log_warn("verbs peer %s: dropping the connection from %s, not authenticated after "
 			 "%llu ms: our connection to %s needs its completion queue room",
 			 c->addr, v->addr, (unsigned long long)(now - v->ready_ms), c->addr);
@@ -406,8 +465,6 @@ static bool room_wait(struct vconn *c)
 			"completion queue room",
 			(unsigned long long)(now - v->ready_ms));
 	}
-	c->room_wait = true;
-	t->room_waiters++;
 	return true;
 }
 
@@ -498,9 +555,6 @@ static void conn_up(struct vconn *c)
 }
 
 /* ---- Outbound ---- */
-
-static int setup_start(struct vconn *c, uint8_t resp_res, uint8_t init_depth, char *why,
-		       size_t whylen);
 
 static void on_addr_resolved(struct vconn *c)
 {
