@@ -50,13 +50,21 @@ static void copy_end(struct op *op, int status)
 	op_end(op, status);
 }
 
+/*
+ * A session's copying per turn: beside other sessions with work, less (each
+ * of their ops waits for one turn's worth).
+ */
+static uint64_t turn_size(const struct core *c)
+{
+	return c->pass_sessions > 1 ? XFER_COPY_SHARED : XFER_COPY_PIECE;
+}
+
 /* The next piece of a local copy: true once it is all done (or failed: ended). */
 static bool copy_piece(struct op *op)
 {
 	const struct rp_sqe *q = &op->q;
 	char *l = (char *)op->region->addr + q->offset, *dst, *src;
-	/* Beside other sessions with work, smaller pieces: each of their ops waits for one. */
-	uint64_t piece = op->s->core->pass_sessions > 1 ? XFER_COPY_SHARED : XFER_COPY_PIECE;
+	uint64_t piece = turn_size(op->s->core);
 	uint64_t n = q->len - op->copied < piece ? q->len - op->copied : piece;
 	uint64_t off;
 	int r;
@@ -77,7 +85,8 @@ static bool copy_piece(struct op *op)
 	r = guarded_memmove(dst + off, src + off, n);
 	op->copied += n;
 	op->s->turn_bytes += n;
-	if (n >= XFER_COPY_SHARED)
+	/* A pass that copied this much (in one op or many): the engine reads its clock. */
+	if (op->s->turn_bytes >= XFER_COPY_SHARED)
 		op->s->core->long_pass = true;
 	if (r < 0 || op->copied == q->len) {
 		copy_end(op, r);
@@ -304,8 +313,8 @@ static int drain(struct session *s, unsigned *budget)
 		more = r->seq ? sq_ready(r) > 0 : r->sq_head != prod;
 		if (!more)
 			break;
-		/* A copy to finish first, or enough copied for one turn: the others' turn. */
-		if (s->copying || s->turn_bytes >= XFER_COPY_PIECE) {
+		/* A copy to finish first, or a turn's worth copied: the others' turn. */
+		if (s->copying || s->turn_bytes >= turn_size(s->core)) {
 			*budget = 0;
 			break;
 		}
