@@ -196,6 +196,11 @@ RP_EXPORT int rp_region_alloc(struct rp_client *c, size_t len, unsigned flags,
 /*
  * Release a region. The daemon keeps it registered until operations using
  * it finish; its exports are withdrawn. Local mapping is removed now.
+ * Receives posted in it complete with -ECANCELED and no region (a message
+ * is not put into them; one a message was already arriving into completes
+ * so when it has arrived, and the SEND with 0), and a write into it that
+ * ends after the free brings no RP_OP_NOTIFY. The daemon gives the id to
+ * a new region only once completions written before the free are reaped.
  * Otherwise it returns once the daemon has deregistered and unmapped it
  * (its bytes count against the user's limits until then).
  * Returns 0, -EINVAL, or -RP_EDAEMON (the handle is freed regardless).
@@ -296,11 +301,17 @@ RP_EXPORT int rp_endpoint_bind(struct rp_client *c, const char *name, struct rp_
  */
 RP_EXPORT int rp_endpoint_bind_acl(struct rp_client *c, const char *name,
 				   const struct rp_export_acl *acl, struct rp_endpoint **ret);
-/* Unbind; posted receives complete with -ECANCELED. Returns 0 or -RP_EDAEMON. */
+/*
+ * Unbind; posted receives complete with -ECANCELED, except one a message
+ * is already arriving into, which completes when it has arrived. Returns 0
+ * or -RP_EDAEMON.
+ */
 RP_EXPORT int rp_endpoint_unbind(struct rp_endpoint *ep);
 /*
  * Post a receive buffer (@r at @off, @len bytes). It completes (RP_OP_RECV,
- * @cookie, len = message length) when a message arrives. A posted receive
+ * @cookie, len = message length) when a message arrives. Messages take an
+ * endpoint's receives in the order they were posted; a long message may
+ * complete after a shorter one that took a later receive. A posted receive
  * counts as an operation in flight. Returns 0; -EINVAL, -RP_EBOUNDS,
  * -EAGAIN, -RP_EDAEMON.
  */

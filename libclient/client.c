@@ -248,6 +248,7 @@ RP_EXPORT int rp_region_free(struct rp_region *r)
 	req.id = r->id;
 	err = client_request(c, RP_MSG_REGION_FREE, &req, sizeof(req), -1, NULL, 0);
 	c->regions[r->id - 1] = NULL;
+	ops_forget_region(c, r->id);
 	unmap_region(r);
 	return err;
 }

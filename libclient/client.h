@@ -122,6 +122,8 @@ int ops_track(struct rp_client *c, const struct rp_sqe *q, uint64_t *ret_wire);
 /* A completion from the daemon: its operation's cookie, slot freed. 0 or -EPROTO. */
 int ops_complete(struct rp_client *c, const struct rp_cqe *e, uint64_t *ret_cookie);
 /* Daemon gone: a completion for each operation still in a slot, up to @max. */
+/* Region @id was freed: receives posted in it name no region when reported. */
+void ops_forget_region(struct rp_client *c, uint32_t id);
 int ops_report_dead(struct rp_client *c, struct rp_completion *comps, int max);
 void ops_release(struct rp_client *c);
 /* Check a region and a range of it for an operation of @c. */

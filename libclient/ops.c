@@ -123,6 +123,15 @@ static int dead_status(const struct rp_client *c, const struct op_slot *s)
 	return -RP_EOUTCOME;
 }
 
+void ops_forget_region(struct rp_client *c, uint32_t id)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->n_ops; i++)
+		if (c->ops[i].op == RP_OP_RECV && c->ops[i].region == id)
+			c->ops[i].region = 0;
+}
+
 int ops_report_dead(struct rp_client *c, struct rp_completion *comps, int max)
 {
 	int n = 0;

@@ -68,6 +68,23 @@ void *idtab_del(struct idtab *t, uint32_t id)
 	return p;
 }
 
+void *idtab_take(struct idtab *t, uint32_t id)
+{
+	void *p = idtab_get(t, id);
+
+	if (p) {
+		t->v[id - 1] = free_link(0); /* reads as free; on no list */
+		t->used--;
+	}
+	return p;
+}
+
+void idtab_release(struct idtab *t, uint32_t id)
+{
+	t->v[id - 1] = free_link(t->free);
+	t->free = id;
+}
+
 void idtab_free(struct idtab *t)
 {
 	free(t->v);

@@ -154,6 +154,9 @@ struct idtab {
 int idtab_add(struct idtab *t, void *p, uint32_t max, uint32_t *ret_id);
 void *idtab_get(const struct idtab *t, uint32_t id);
 void *idtab_del(struct idtab *t, uint32_t id);
+/* As idtab_del(), but the id is not handed out again until idtab_release(). */
+void *idtab_take(struct idtab *t, uint32_t id);
+void idtab_release(struct idtab *t, uint32_t id);
 void idtab_free(struct idtab *t);
 
 /* Slot @i (id i + 1) of @t: its pointer, or NULL if the slot is free. */
@@ -203,8 +206,18 @@ struct session {
 	unsigned ops_pending; /* operations, lookups and replies that still refer to it */
 	struct uid_acct *acct;
 	struct rings rings;
-	struct idtab regions;	/* struct region * */
-	uint64_t region_bytes;	/* the length of those */
+	struct idtab regions;  /* struct region * */
+	uint64_t region_bytes; /* the length of those */
+	/*
+	 * Ids of freed regions, oldest first, each with the completion ring's
+	 * producer index at the free: not handed out again before the client
+	 * has reaped that far (a completion written before the free may name
+	 * the id, and its library must not read it as a new region's).
+	 */
+	struct freed_id {
+		uint32_t id, cq_pos;
+	} * freed;
+	uint32_t freed_head, freed_n, freed_cap;
 	struct idtab remotes;	/* struct export * */
 	struct idtab endpoints; /* struct endpoint * */
 	struct idtab dests;	/* struct dest * */
@@ -564,13 +577,13 @@ struct op {
 	struct dest *dest;   /* SEND: destination; valid until the op is submitted */
 	struct endpoint *ep; /* POST_RECV: the endpoint it was posted on */
 	struct session *t;   /* notify target holding a reserved slot, held; or NULL */
-	uint16_t t_region;   /* the notified region's id */
-	bool on_stack;	     /* op_fail()'s: not from the pool */
-	uint32_t recv_len;   /* POST_RECV: bytes the message brought */
-	uint64_t copied;     /* a local copy done in pieces (session->copying): bytes so far */
-	struct region *tregion; /* a local copy's target region, referenced (tcp) */
-	struct op *rop;		/* a local SEND's receive, taken, while its bytes move */
-	struct rp_sqe q;	/* the submission, copied out of the ring */
+	struct region *t_region; /* the notified region, referenced (with @t) */
+	bool on_stack;		 /* op_fail()'s: not from the pool */
+	uint32_t recv_len;	 /* POST_RECV: bytes the message brought */
+	uint64_t copied;	 /* a local copy done in pieces (session->copying): bytes so far */
+	struct region *tregion;	 /* a local copy's target region, referenced (tcp) */
+	struct op *rop;		 /* a local SEND's receive, taken, while its bytes move */
+	struct rp_sqe q;	 /* the submission, copied out of the ring */
 };
 
 /* An operation's outcome beyond its status: what the caller must do next. */
@@ -601,14 +614,19 @@ void op_verbs_done(void *user, int status);
 void op_cache_free(void);
 /*
  * Reserve the notification of a write into @e (the exporter's session gets
- * a slot and is held). 0 or -RP_ENOTIFYSPACE. notify_reserve() does it for
- * @op->e into @op->t, which op_end() then delivers or gives back.
+ * a slot and is held, its region referenced). 0 or -RP_ENOTIFYSPACE.
+ * notify_reserve() does it for @op->e into @op->t, which op_end() then
+ * delivers or gives back.
  */
-int notify_hold(struct export *e, struct session **ret_t, uint16_t *ret_region);
+int notify_hold(struct export *e, struct session **ret_t, struct region **ret_region);
 int notify_reserve(struct op *op);
-/* Deliver (@status 0) or give back the notification reserved at @t; drops @t. */
-void notify_finish(struct session *t, uint16_t region, uint64_t off, uint32_t len, uint32_t imm,
-		   int status);
+/*
+ * Deliver (@status 0) or give back the notification reserved at @t; drops
+ * @t and @region. Not delivered if @t freed @region meanwhile: its id may
+ * name another region of @t's by now.
+ */
+void notify_finish(struct session *t, struct region *region, uint64_t off, uint32_t len,
+		   uint32_t imm, int status);
 
 /* ---- endpoint.c ---- */
 
@@ -633,6 +651,8 @@ int endpoint_unbind(struct session *s, uint32_t id);
 bool endpoint_admits(const struct endpoint *ep, const struct session *from, const char *peer);
 /* Queue a posted receive on endpoint @q->target of @op->s: OP_PENDING or <0. */
 int endpoint_post(struct op *op);
+/* @s freed region @r: its receives still posted complete with -ECANCELED. */
+void endpoints_cancel_region(struct session *s, const struct region *r);
 /*
  * A message of @len bytes for endpoint @name from local client @from or,
  * with @from NULL, from a client of peer @peer: take its first posted

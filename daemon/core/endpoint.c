@@ -111,6 +111,30 @@ int endpoint_post(struct op *op)
 	return OP_PENDING;
 }
 
+void endpoints_cancel_region(struct session *s, const struct region *r)
+{
+	struct op **pp, *op, *last;
+	struct endpoint *ep;
+	uint32_t i;
+
+	for (i = 0; i < s->endpoints.n; i++) {
+		ep = idtab_at(&s->endpoints, i);
+		if (!ep)
+			continue;
+		for (pp = &ep->head, last = NULL; (op = *pp);) {
+			if (op->region != r) {
+				last = op;
+				pp = &op->next;
+				continue;
+			}
+			*pp = op->next;
+			op->next = NULL;
+			op_end(op, -ECANCELED);
+		}
+		ep->tail = last;
+	}
+}
+
 bool endpoint_admits(const struct endpoint *ep, const struct session *from, const char *peer)
 {
 	struct creds owner, who;
@@ -157,7 +181,11 @@ int endpoint_take(struct core *c, const char *name, uint64_t len, const struct s
 		return -RP_ENOENDPOINT;
 	if (!endpoint_admits(ep, from, peer))
 		return refused(ep, from, peer);
-	rop = ep->head;
+	/* Receives whose region was freed meanwhile: cancelled, not filled. */
+	while ((rop = ep->head) && rop->region && rop->region->s != rop->s) {
+		ep->head = rop->next;
+		op_end(rop, -ECANCELED);
+	}
 	if (!rop)
 		return -RP_ENORECV;
 	if (len > rop->q.len)

@@ -115,9 +115,15 @@ static void op_cqe(const struct op *op, int status, struct rp_cqe *cqe)
 void op_end(struct op *op, int status)
 {
 	struct session *s = op->s;
+	/* A receive whose region its client freed meanwhile (its id may name another now). */
+	bool gone = op->q.opcode == RP_SQE_POST_RECV && op->region && op->region->s != s;
 	struct rp_cqe cqe;
 
+	if (gone && !status)
+		status = -ECANCELED;
 	op_cqe(op, status, &cqe);
+	if (gone)
+		cqe.region = 0;
 	/* The notification first: the writer must not see OK before it could be seen. */
 	if (op->t)
 		notify_finish(op->t, op->t_region, op->q.remote_offset, (uint32_t)op->q.len,
@@ -158,7 +164,7 @@ void op_verbs_done(void *user, int status)
 	op_end(user, vlocal_status(status));
 }
 
-int notify_hold(struct export *e, struct session **ret_t, uint16_t *ret_region)
+int notify_hold(struct export *e, struct session **ret_t, struct region **ret_region)
 {
 	struct session *t = e->region ? e->region->s : NULL;
 
@@ -167,7 +173,7 @@ int notify_hold(struct export *e, struct session **ret_t, uint16_t *ret_region)
 		return -RP_ENOTIFYSPACE;
 	session_hold(t);
 	*ret_t = t;
-	*ret_region = (uint16_t)e->region->id;
+	*ret_region = region_ref(e->region);
 	return 0;
 }
 
@@ -176,20 +182,21 @@ int notify_reserve(struct op *op)
 	return notify_hold(op->e, &op->t, &op->t_region);
 }
 
-void notify_finish(struct session *t, uint16_t region, uint64_t off, uint32_t len, uint32_t imm,
-		   int status)
+void notify_finish(struct session *t, struct region *region, uint64_t off, uint32_t len,
+		   uint32_t imm, int status)
 {
 	struct rp_cqe cqe = {
 		.offset = off,
 		.len = len,
 		.imm = imm,
 		.op = RP_OP_NOTIFY,
-		.region = region,
+		.region = (uint16_t)region->id,
 	};
 
-	if (status == 0)
+	if (status == 0 && region->s == t)
 		xfer_complete(t, &cqe);
 	else
 		xfer_give_back(t);
+	region_unref(region);
 	session_put(t);
 }

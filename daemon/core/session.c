@@ -149,6 +149,53 @@ int session_fd_lost(struct session *s, const struct rp_hdr *h)
 	return session_reply(s, h, -EMFILE, &rep, sizeof(rep), NULL, 0);
 }
 
+/*
+ * Freed region ids the client has reaped past (or, with every id in use or
+ * held, the oldest: a client that does not reap) go back in use.
+ */
+static void freed_ids_reuse(struct session *s)
+{
+	struct rings *r = &s->rings;
+	uint32_t cons = r->base ? rp_ring_load(&r->v.cq->consumer) : 0;
+	struct freed_id *f;
+
+	while (s->freed_n) {
+		f = &s->freed[s->freed_head];
+		if (r->base && (int32_t)(cons - f->cq_pos) < 0 &&
+		    (s->regions.free || s->regions.n < MAX_SESSION_REGIONS))
+			break;
+		idtab_release(&s->regions, f->id);
+		s->freed_head = (s->freed_head + 1) % s->freed_cap;
+		s->freed_n--;
+	}
+}
+
+/* Region @id was freed: kept from reuse until the client reaped its completions. */
+static void freed_id_add(struct session *s, uint32_t id)
+{
+	struct freed_id *v;
+	uint32_t cap, i;
+
+	if (s->freed_n == s->freed_cap) {
+		cap = s->freed_cap ? s->freed_cap * 2 : 16;
+		v = malloc(sizeof(*v) * cap);
+		if (!v) {
+			idtab_release(&s->regions, id); /* reused at once, as before */
+			return;
+		}
+		for (i = 0; i < s->freed_n; i++)
+			v[i] = s->freed[(s->freed_head + i) % s->freed_cap];
+		free(s->freed);
+		s->freed = v;
+		s->freed_cap = cap;
+		s->freed_head = 0;
+	}
+	v = &s->freed[(s->freed_head + s->freed_n) % s->freed_cap];
+	v->id = id;
+	v->cq_pos = s->rings.cq_tail;
+	s->freed_n++;
+}
+
 void session_region_done(struct core_job *cj)
 {
 	struct region_job *j = (struct region_job *)cj;
@@ -158,6 +205,7 @@ void session_region_done(struct core_job *cj)
 	int status = region_job_done(j, &r);
 
 	if (status == 0) {
+		freed_ids_reuse(s);
 		status = idtab_add(&s->regions, r, MAX_SESSION_REGIONS, &rep.id);
 		if (status < 0) {
 			region_unref(r);
@@ -176,13 +224,15 @@ void session_region_done(struct core_job *cj)
 
 static int handle_region_free(struct session *s, const struct rp_hdr *h, const struct rp_id *req)
 {
-	struct region *r = idtab_del(&s->regions, req->id);
+	struct region *r = idtab_take(&s->regions, req->id);
 
 	if (!r)
 		return session_reply(s, h, -RP_EBADHANDLE, NULL, 0, NULL, 0);
+	freed_id_add(s, req->id);
 	s->region_bytes -= r->len;
+	r->s = NULL; /* what its ops report from now on names no id (op_end()) */
+	endpoints_cancel_region(s, r);
 	export_remove_region(s->core, r);
-	r->s = NULL;
 	if (region_free(r, s, h) == REGION_LATER)
 		return 0;
 	return session_reply(s, h, 0, NULL, 0, NULL, 0);
@@ -508,6 +558,9 @@ void session_release(struct session *s)
 	release_table(s, &s->dests, drop_dest);
 	release_table(s, &s->regions, drop_region);
 	s->region_bytes = 0;
+	free(s->freed);
+	s->freed = NULL;
+	s->freed_n = s->freed_cap = s->freed_head = 0;
 	/* Its exports are gone with its regions: nothing reads its groups any more. */
 	session_set_groups(s, NULL, 0);
 	rings_free(&s->rings);

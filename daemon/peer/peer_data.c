@@ -72,10 +72,10 @@ struct rxtok {
 	struct export *e;	   /* WRITE/READ: referenced and pinned (unexport waits for it) */
 	struct rxtok *next, *prev; /* WRITE/READ: in l->rxs */
 	struct peer_link *l;
-	uint64_t dead_ms;  /* when data_tick() first saw its export withdrawn (0: not yet) */
-	struct session *t; /* WRITE with notify: the exporter, holding a slot */
-	struct op *rop;	   /* SEND: the posted receive taken */
-	uint16_t region_id;
+	uint64_t dead_ms;	 /* when data_tick() first saw its export withdrawn (0: not yet) */
+	struct session *t;	 /* WRITE with notify: the exporter, holding a slot */
+	struct op *rop;		 /* SEND: the posted receive taken */
+	struct region *t_region; /* with @t: the notified region, referenced */
 };
 
 /* ---- Lookups. ---- */
@@ -981,7 +981,7 @@ static int rx_export(struct peer_link *l, struct peer_rx *rx, struct rxtok *tok)
 	if (!region_range_ok(e->region, rx->off, rx->len))
 		return -RP_EREMOTEBOUNDS;
 	/* Reserve the notification now: refuse before writing, not after. */
-	if (wr && (rx->flags & PEER_OP_F_NOTIFY) && notify_hold(e, &tok->t, &tok->region_id) < 0)
+	if (wr && (rx->flags & PEER_OP_F_NOTIFY) && notify_hold(e, &tok->t, &tok->t_region) < 0)
 		return -RP_ENOTIFYSPACE;
 	tok->region = region_ref(e->region);
 	/*
@@ -1044,7 +1044,7 @@ int peer_x_rx_end(struct peer_link *l, struct peer_rx *rx, int status)
 		recv_finish(l->p->core, tok->rop, rx->len, status);
 	} else {
 		if (tok->t)
-			notify_finish(tok->t, tok->region_id, rx->off, (uint32_t)rx->len, rx->imm,
+			notify_finish(tok->t, tok->t_region, rx->off, (uint32_t)rx->len, rx->imm,
 				      status);
 		region_unref(tok->region);
 		if (tok->e) {

@@ -401,7 +401,7 @@ static void rx(int k, uint8_t cmd, uint8_t len, uint8_t st)
 	struct session *ns = NULL;
 	struct export *e;
 	struct op *rop;
-	uint16_t region;
+	struct region *region;
 
 	if (cmd & 0x08) {
 		if (endpoint_take(t.core, k ? "b.ep" : "a.ep", len, NULL, "p", &rop) < 0)

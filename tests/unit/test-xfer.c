@@ -271,7 +271,7 @@ static void test_stall_give_back(void)
 {
 	struct export *e = export_find(t.core, "b.rw");
 	struct session *held[RP_RING_CQ_ENTRIES];
-	uint16_t rid[RP_RING_CQ_ENTRIES];
+	struct region *rid[RP_RING_CQ_ENTRIES];
 	unsigned i, n = 0;
 	uint32_t hb = 0;
 	uint64_t v = 0;
@@ -653,9 +653,9 @@ static void test_notify_hold(void)
 {
 	struct export *e = export_find(t.core, "b.rw");
 	struct session *ns = NULL;
-	uint16_t region = 0;
+	struct region *region = NULL;
 
-	tap_ok(e && notify_hold(e, &ns, &region) == 0 && ns == &b->s && region == rb,
+	tap_ok(e && notify_hold(e, &ns, &region) == 0 && ns == &b->s && region && region->id == rb,
 	       "notify_hold reserves a slot at the exporter");
 	tap_is_int(b->s.rings.cq_reserved, 1, "one slot");
 	notify_finish(ns, region, 8, 16, 3, 0);
@@ -1003,7 +1003,7 @@ static void test_teardown(void)
 	unsigned freed = t.n_freed, replies, remotes, i, n_ops = t.n_ops;
 	struct session *ns = NULL;
 	uint32_t prod;
-	uint16_t region;
+	struct region *region;
 	uint64_t ck[4];
 	struct th_ring ring;
 
@@ -1197,6 +1197,107 @@ static void test_big_copy(void)
 	free(want);
 }
 
+/*
+ * A region freed while an op still holds it: its id may name another region
+ * of the client's by now, so no completion names it. A NOTIFY is not
+ * delivered; a receive is cancelled without a region, and one still posted
+ * is not filled.
+ */
+static void test_freed_ids(void)
+{
+	uint64_t was_bytes = t.cfg.max_registered_bytes;
+	struct th_session *c = th_session_new(&t, 1000, 1000), *d = th_session_new(&t, 1001, 1001);
+	uint32_t rc = 0, rd = 0, rd2 = 0, rd3 = 0, h = 0, ep = 0, ds = 0;
+	unsigned char *pc, *pd;
+	unsigned runs, notes, i;
+	struct rp_sqe q;
+	uint64_t ck, rk;
+	int n;
+
+	t.cfg.max_registered_bytes = 4ull * BIG;
+	if (th_hello(c) || th_hello(d) || th_region(c, BIG, &rc, (void **)&pc) ||
+	    th_region(d, BIG, &rd, (void **)&pd) ||
+	    th_export_for(d, rd, RP_ACCESS_REMOTE_WRITE, "d.note", 1000) ||
+	    th_remote_open(c, "", "d.note", &h))
+		abort();
+	q = sqe(RP_SQE_WRITE, rc, 0, h, 0, BIG);
+	q.flags = RP_NOTIFY;
+	ck = sub(c, q);
+	tap_ok(th_run(c) == XFER_YIELD && c->s.copying, "a notified 5 MiB WRITE, a piece done");
+	th_region_free(d, rd);
+	th_jobs_run(&t, TH_MAX_JOBS);
+	if (th_region(d, BIG, &rd2, (void **)&pd))
+		abort();
+	tap_is_int(rd2, rd, "its target region freed, the exporter's next region has its id");
+	for (runs = 0; th_run(c) == XFER_YIELD && runs < 1000; runs++)
+		;
+	tap_ok(reap(c) == 1 && cqs[0].cookie == ck && cqs[0].status == 0, "the WRITE ends, once");
+	n = reap(d);
+	for (i = notes = 0; i < (unsigned)n; i++)
+		notes += cqs[i].op == RP_OP_NOTIFY;
+	tap_is_int(notes, 0, "the exporter gets no NOTIFY naming that id");
+	tap_is_int(d->s.rings.cq_reserved, 0, "its notification slot is given back");
+
+	/* A receive posted, its region freed: a message does not go into it. */
+	if (th_ep_bind(d, "d.ep.ids", &ep) || th_dest_open(c, "", "d.ep.ids", &ds))
+		abort();
+	rk = sub(d, sqe(RP_SQE_POST_RECV, rd2, 0, ep, 0, 64));
+	th_run(d);
+	th_region_free(d, rd2);
+	th_jobs_run(&t, TH_MAX_JOBS);
+	if (th_region(d, BIG, &rd3, (void **)&pd))
+		abort();
+	tap_is_int(rd3, rd2, "a receive posted in a region, freed; the next region has its id");
+	tap_is_int(status_of(c, sqe(RP_SQE_SEND, rc, 0, ds, 0, 16)), -RP_ENORECV,
+		   "a SEND finds no receive to fill");
+	tap_ok(reap(d) == 1 && cqs[0].cookie == rk && cqs[0].status == -ECANCELED &&
+		       cqs[0].region == 0 && cqs[0].len == 0,
+	       "the receive is cancelled, naming no region");
+
+	/* A receive a 5 MiB SEND is filling, its region freed meanwhile. */
+	rk = sub(d, sqe(RP_SQE_POST_RECV, rd3, 0, ep, 0, BIG));
+	th_run(d);
+	ck = sub(c, sqe(RP_SQE_SEND, rc, 0, ds, 0, BIG));
+	tap_ok(th_run(c) == XFER_YIELD && c->s.copying,
+	       "a 5 MiB SEND takes a receive, a piece done");
+	th_region_free(d, rd3);
+	th_jobs_run(&t, TH_MAX_JOBS);
+	if (th_region(d, BIG, &rd, (void **)&pd))
+		abort();
+	tap_is_int(rd, rd3, "the receive's region freed; the next region has its id");
+	for (runs = 0; th_run(c) == XFER_YIELD && runs < 1000; runs++)
+		;
+	tap_ok(reap(c) == 1 && cqs[0].cookie == ck && cqs[0].status == 0, "the SEND ends, once");
+	tap_ok(reap(d) == 1 && cqs[0].cookie == rk && cqs[0].status == -ECANCELED &&
+		       cqs[0].region == 0 && cqs[0].len == 0,
+	       "the receive is cancelled, naming no region");
+
+	/* A NOTIFY naming a region is in the ring, not reaped, when that region is freed. */
+	if (th_export_for(d, rd, RP_ACCESS_REMOTE_WRITE, "d.note2", 1000) ||
+	    th_remote_open(c, "", "d.note2", &h))
+		abort();
+	q = sqe(RP_SQE_WRITE, rc, 0, h, 0, 64);
+	q.flags = RP_NOTIFY;
+	tap_is_int(status_of(c, q), 0, "a notified WRITE; its exporter does not reap yet");
+	th_region_free(d, rd);
+	th_jobs_run(&t, TH_MAX_JOBS);
+	if (th_region(d, PAGE, &rd2, NULL))
+		abort();
+	tap_ok(rd2 != rd, "its region freed: the next region gets another id (%u, not %u)", rd2,
+	       rd);
+	tap_ok(reap(d) == 1 && cqs[0].op == RP_OP_NOTIFY && cqs[0].region == rd,
+	       "the NOTIFY names the freed id, which names nothing else");
+	th_region_free(d, rd2);
+	th_jobs_run(&t, TH_MAX_JOBS);
+	if (th_region(d, PAGE, &rd3, NULL))
+		abort();
+	tap_ok(rd3 == rd || rd3 == rd2, "once reaped, freed ids are used again (%u)", rd3);
+	th_session_close(c);
+	th_session_close(d);
+	th_jobs_run(&t, TH_MAX_JOBS);
+	t.cfg.max_registered_bytes = was_bytes;
+}
+
 int main(void)
 {
 	unsigned i, missing = 0, dup = 0, extra = 0;
@@ -1208,6 +1309,7 @@ int main(void)
 	test_write_read();
 	test_self();
 	test_big_copy();
+	test_freed_ids();
 	test_notify();
 	test_doorbells();
 	test_batching();
