@@ -234,11 +234,12 @@ RP_EXPORT int rp_region_export_acl(struct rp_region *r, const char *name, unsign
 /*
  * Withdraw export @name of @r. Remote handles to it fail later operations
  * with -RP_EUNEXPORTED. Returns once nothing can reach the region through
- * the export any more: operations already under way finish first, and
- * connected peers confirm they will send nothing more (at most ~5 s for a
- * peer that does not answer; a peer still moving bytes of it ~10 s later
- * loses its link, which ends them). Returns 0; -ENOENT (not an export of
- * @r), -EINVAL.
+ * the export any more: operations already under way finish first (a large
+ * copy the daemon's CPU is doing between two local clients stops at its
+ * next piece with -RP_EUNEXPORTED), and connected peers confirm they will
+ * send nothing more (at most ~5 s for a peer that does not answer; a peer
+ * still moving bytes of it ~10 s later loses its link, which ends them).
+ * Returns 0; -ENOENT (not an export of @r), -EINVAL.
  */
 RP_EXPORT int rp_region_unexport(struct rp_region *r, const char *name);
 

@@ -69,6 +69,15 @@ static bool copy_piece(struct op *op)
 	uint64_t off;
 	int r;
 
+	/*
+	 * Its target withdrawn meanwhile (unexported, its region freed, its
+	 * owner gone): the rest would go where nobody reads, and an UNEXPORT
+	 * waits for it. It fails as an op submitted now would.
+	 */
+	if (op->copied && q->opcode != RP_SQE_SEND && op->e->dead) {
+		copy_end(op, -RP_EUNEXPORTED);
+		return true;
+	}
 	if (q->opcode == RP_SQE_SEND) {
 		dst = recv_addr(op->rop);
 		src = l;

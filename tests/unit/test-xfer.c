@@ -1135,7 +1135,22 @@ static void test_big_copy(void)
 	th_remote_close(c, self);
 	th_unexport(c, rc, "c.self");
 
-	/* The exporter frees its region mid-copy: the copy goes on into memory it still holds. */
+	/* The exporter withdraws the export mid-copy: the copy stops at its next piece. */
+	th_export_for(d, rd, RP_ACCESS_REMOTE_WRITE, "d.big4", 1000);
+	th_remote_open(c, "", "d.big4", &h3);
+	before = d->n_replies;
+	ck = sub(c, sqe(RP_SQE_WRITE, rc, 0, h3, 0, BIG));
+	tap_ok(th_run(c) == XFER_YIELD && c->s.copying, "another 5 MiB WRITE, a piece done");
+	th_unexport(d, rd, "d.big4");
+	tap_ok(d->n_replies == before, "its exporter's UNEXPORT waits for it");
+	tap_is_int(th_run(c), XFER_EMPTY, "the next run ends it");
+	tap_ok(reap(c) == 1 && cqs[0].cookie == ck && cqs[0].status == -RP_EUNEXPORTED,
+	       "with -RP_EUNEXPORTED, once");
+	th_jobs_run(&t, TH_MAX_JOBS);
+	tap_ok(d->n_replies > before && th_reply(d)->status == 0, "and the UNEXPORT is answered");
+	th_remote_close(c, h3);
+
+	/* The exporter frees its region mid-copy: the copy stops too. */
 	th_export_for(d, rd, RP_ACCESS_REMOTE_WRITE, "d.big3", 1000);
 	th_remote_open(c, "", "d.big3", &h3);
 	before = d->n_replies;
@@ -1144,8 +1159,9 @@ static void test_big_copy(void)
 	r = th_region_free(d, rd);
 	for (runs = 0; th_run(c) == XFER_YIELD && runs < 1000; runs++)
 		;
-	tap_ok(reap(c) == 1 && cqs[0].cookie == ck && cqs[0].status == 0,
-	       "its exporter freed the region meanwhile (%d): the copy still ends, once", r);
+	tap_ok(runs == 0 && reap(c) == 1 && cqs[0].cookie == ck && cqs[0].status == -RP_EUNEXPORTED,
+	       "its exporter freed the region meanwhile (%d): the copy ends at the next run, once",
+	       r);
 	th_jobs_run(&t, TH_MAX_JOBS);
 	tap_ok(r == 0 || (d->n_replies > before && th_reply(d)->status == 0),
 	       "and the free is answered once it is done");
@@ -1231,7 +1247,8 @@ static void test_freed_ids(void)
 	tap_is_int(rd2, rd, "its target region freed, the exporter's next region has its id");
 	for (runs = 0; th_run(c) == XFER_YIELD && runs < 1000; runs++)
 		;
-	tap_ok(reap(c) == 1 && cqs[0].cookie == ck && cqs[0].status == 0, "the WRITE ends, once");
+	tap_ok(reap(c) == 1 && cqs[0].cookie == ck && cqs[0].status == -RP_EUNEXPORTED,
+	       "the WRITE fails (its target withdrawn), once");
 	n = reap(d);
 	for (i = notes = 0; i < (unsigned)n; i++)
 		notes += cqs[i].op == RP_OP_NOTIFY;
