@@ -61,8 +61,10 @@
  * socket is seen only by libuv, and a reply is often a few microseconds away.
  */
 #define NET_LOOK_NS 2000u
-/* The clock is read once every this many passes. */
+/* The clock is read once every this many passes, */
 #define CLOCK_PASSES 16u
+/* ... and after a pass that took this many submissions (each may cost a microsecond). */
+#define CLOCK_ENTRIES 64u
 /* A client's ring says the engine is running at least once per this many passes. */
 #define PUBLISH_PASSES 8u
 /* An idle spin reads the clock once every this many passes while it only pauses. */
@@ -388,6 +390,7 @@ static void run(struct engine *e)
 		struct engine_ent *ent, *next;
 		int work = 0;
 
+		e->core->pass_entries = 0;
 		for (ent = e->hot; ent; ent = next) {
 			next = ent->next;
 			work += poll_session(e, ent);
@@ -402,8 +405,10 @@ static void run(struct engine *e)
 		e->st.passes++;
 		idle = work ? 0 : idle + 1;
 		e->st.busy_passes += work != 0;
-		/* A pass that copied a piece of a big local copy took long: look at once. */
-		if (pass % CLOCK_PASSES == 0 || e->core->long_pass) {
+		/* A pass that copied a piece of a big local copy, or took many entries, took long.
+		 */
+		if (pass % CLOCK_PASSES == 0 || e->core->long_pass ||
+		    e->core->pass_entries >= CLOCK_ENTRIES) {
 			e->core->long_pass = false;
 			tick(e);
 		}

@@ -278,6 +278,7 @@ struct core {
 	size_t n_remotes;
 	bool long_pass; /* a pass copied a piece of a big local copy: read the clock (engine) */
 	unsigned pass_sessions;	       /* sessions with work in the engine's last pass */
+	unsigned pass_entries;	       /* submissions taken in the current pass (engine) */
 	struct nametab export_names;   /* @exports (not exports_adding), by name */
 	unsigned n_exports;	       /* on @exports */
 	struct nametab endpoint_names; /* bound endpoints, by name */

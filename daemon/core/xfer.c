@@ -19,6 +19,8 @@
 
 /* Submissions handled per call before yielding the loop to other clients. */
 #define XFER_BATCH 512
+/* ... and at least this many while many sessions have work (xfer_run()). */
+#define XFER_BATCH_MIN 32
 /*
  * Local copies (the tcp transport, and SENDs to a local endpoint): at most
  * this much of one op per call, and no further submission taken once a
@@ -334,6 +336,7 @@ static int drain(struct session *s, unsigned *budget)
 		/* From here on only the private copy is used, whatever the client writes. */
 		__asm__ __volatile__("" ::: "memory");
 		r->sq_head++;
+		s->core->pass_entries++;
 		/*
 		 * Free the slot before the completion can be seen: a client that
 		 * saw every completion must never find its ring still full.
@@ -394,7 +397,15 @@ bool xfer_arm(struct session *s)
 
 int xfer_run(struct session *s)
 {
-	unsigned budget = XFER_BATCH;
+	unsigned hot = s->core->pass_sessions;
+	/*
+	 * Beside other busy sessions, fewer submissions per turn: a pass takes
+	 * a turn of every one, and many sessions with full turns would make
+	 * one pass run for milliseconds (with the cheapest, failing entries).
+	 */
+	unsigned budget = hot > XFER_BATCH / XFER_BATCH_MIN ? XFER_BATCH_MIN
+			  : hot > 1			    ? XFER_BATCH / hot
+							    : XFER_BATCH;
 	int rc;
 
 	if (s->dead || !s->rings.base)
