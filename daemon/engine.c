@@ -390,7 +390,7 @@ static void run(struct engine *e)
 		struct engine_ent *ent, *next;
 		int work = 0;
 
-		e->core->pass_entries = 0;
+		core_pass_begin(e->core);
 		for (ent = e->hot; ent; ent = next) {
 			next = ent->next;
 			work += poll_session(e, ent);

@@ -200,7 +200,8 @@ RP_EXPORT int rp_region_alloc(struct rp_client *c, size_t len, unsigned flags,
  * is not put into them; one a message was already arriving into completes
  * so when it has arrived, and the SEND with 0), and a write into it that
  * ends after the free brings no RP_OP_NOTIFY. The daemon gives the id to
- * a new region only once completions written before the free are reaped.
+ * a new region only once completions written before the free are reaped
+ * (a client with all 65535 ids in use or so held gets the oldest back).
  * Otherwise it returns once the daemon has deregistered and unmapped it
  * (its bytes count against the user's limits until then).
  * Returns 0, -EINVAL, or -RP_EDAEMON (the handle is freed regardless).

@@ -279,6 +279,7 @@ struct core {
 	bool long_pass; /* a pass copied a piece of a big local copy: read the clock (engine) */
 	unsigned pass_sessions;	       /* sessions with work in the engine's last pass */
 	unsigned pass_entries;	       /* submissions taken in the current pass (engine) */
+	uint64_t pass_bytes;	       /* bytes copied locally in it */
 	struct nametab export_names;   /* @exports (not exports_adding), by name */
 	unsigned n_exports;	       /* on @exports */
 	struct nametab endpoint_names; /* bound endpoints, by name */
@@ -335,6 +336,15 @@ void xfer_release(struct session *s);
 void xfer_give_back(struct session *s);
 /* Post one completion into a reserved slot (rings the doorbell if the client sleeps). */
 void xfer_complete(struct session *s, const struct rp_cqe *cqe);
+/*
+ * A pass over the busy sessions begins: what it takes and copies is counted
+ * from 0 (xfer_run() gives smaller turns once it took much).
+ */
+static inline void core_pass_begin(struct core *c)
+{
+	c->pass_entries = 0;
+	c->pass_bytes = 0;
+}
 /*
  * Publish the completions written during a pass: one producer store and at
  * most one doorbell per session.

@@ -181,11 +181,8 @@ int endpoint_take(struct core *c, const char *name, uint64_t len, const struct s
 		return -RP_ENOENDPOINT;
 	if (!endpoint_admits(ep, from, peer))
 		return refused(ep, from, peer);
-	/* Receives whose region was freed meanwhile: cancelled, not filled. */
-	while ((rop = ep->head) && rop->region && rop->region->s != rop->s) {
-		ep->head = rop->next;
-		op_end(rop, -ECANCELED);
-	}
+	/* (None of them is in a freed region: endpoints_cancel_region(), recv_finish().) */
+	rop = ep->head;
 	if (!rop)
 		return -RP_ENORECV;
 	if (len > rop->q.len)
@@ -207,8 +204,8 @@ void recv_finish(struct core *c, struct op *rop, uint64_t len, int status)
 	struct endpoint *ep = rop->ep;
 
 	ep->taken--;
-	if (status && !ep->unbound && !rop->s->dead) {
-		/* Not arrived whole: back first in line. */
+	/* Not arrived whole: back first in line, unless its region was freed meanwhile. */
+	if (status && !ep->unbound && !rop->s->dead && rop->region->s == rop->s) {
 		rop->next = ep->head;
 		if (!ep->head)
 			ep->tail = rop;

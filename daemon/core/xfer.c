@@ -19,8 +19,10 @@
 
 /* Submissions handled per call before yielding the loop to other clients. */
 #define XFER_BATCH 512
-/* ... and at least this many while many sessions have work (xfer_run()). */
+/* ... and at least this many while many sessions have work (xfer_run()), */
 #define XFER_BATCH_MIN 32
+/* ... or only that many once a pass has taken this many (a burst after idle). */
+#define XFER_PASS_ENTRIES 1024
 /*
  * Local copies (the tcp transport, and SENDs to a local endpoint): at most
  * this much of one op per call, and no further submission taken once a
@@ -96,8 +98,9 @@ static bool copy_piece(struct op *op)
 	r = guarded_memmove(dst + off, src + off, n);
 	op->copied += n;
 	op->s->turn_bytes += n;
-	/* A pass that copied this much (in one op or many): the engine reads its clock. */
-	if (op->s->turn_bytes >= XFER_COPY_SHARED)
+	op->s->core->pass_bytes += n;
+	/* A pass that copied this much (in any ops of any sessions): the engine reads its clock. */
+	if (op->s->core->pass_bytes >= XFER_COPY_SHARED)
 		op->s->core->long_pass = true;
 	if (r < 0 || op->copied == q->len) {
 		copy_end(op, r);
@@ -397,16 +400,20 @@ bool xfer_arm(struct session *s)
 
 int xfer_run(struct session *s)
 {
-	unsigned hot = s->core->pass_sessions;
-	/*
-	 * Beside other busy sessions, fewer submissions per turn: a pass takes
-	 * a turn of every one, and many sessions with full turns would make
-	 * one pass run for milliseconds (with the cheapest, failing entries).
-	 */
-	unsigned budget = hot > XFER_BATCH / XFER_BATCH_MIN ? XFER_BATCH_MIN
-			  : hot > 1			    ? XFER_BATCH / hot
-							    : XFER_BATCH;
+	unsigned hot = s->core->pass_sessions, budget = XFER_BATCH;
 	int rc;
+
+	/*
+	 * Beside other busy sessions (in the last pass), or once this pass has
+	 * taken XFER_PASS_ENTRIES (a burst after idle), fewer submissions per
+	 * turn: a pass takes a turn of every busy session, and many full turns
+	 * would make one pass run for milliseconds (with the cheapest entries,
+	 * ones that fail at once).
+	 */
+	if (hot > XFER_BATCH / XFER_BATCH_MIN || s->core->pass_entries >= XFER_PASS_ENTRIES)
+		budget = XFER_BATCH_MIN;
+	else if (hot > 1)
+		budget = XFER_BATCH / hot;
 
 	if (s->dead || !s->rings.base)
 		return XFER_EMPTY;

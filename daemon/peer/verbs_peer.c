@@ -151,6 +151,7 @@ struct vdrop {
 static bool leave(struct vtransport *t);
 static void room_give(struct vtransport *t);
 static bool room_check(struct vtransport *t, struct vconn *dial);
+static void dial_setup(struct vconn *c);
 static int setup_start(struct vconn *c, uint8_t resp_res, uint8_t init_depth, char *why,
 		       size_t whylen);
 
@@ -429,8 +430,6 @@ static bool room_check(struct vtransport *t, struct vconn *dial)
 	uint64_t now = ev_now_ms(t->ev);
 	struct vconn *v, *c, *o;
 	uint32_t pending;
-	char why[200];
-	int r;
 
 	while (t->room_waiters > t->room_freeing) {
 		/* Every connection claims the same share (sq + rq of the transport). */
@@ -448,12 +447,7 @@ static bool room_check(struct vtransport *t, struct vconn *dial)
 				return false;
 			c->room_wait = false;
 			t->room_waiters--;
-			r = setup_start(c, 0, 0, why,
-					sizeof(why)); /* room may be there after all */
-			if (r < 0) {
-				log_warn("verbs peer %s: not connecting: %s", c->addr, why);
-				vc_fail(c, r, "%s", why);
-			}
+			dial_setup(c); /* room may be there after all */
 			continue;
 		}
 		log_warn("verbs peer %s: dropping the connection from %s, not authenticated after "
@@ -556,11 +550,20 @@ static void conn_up(struct vconn *c)
 
 /* ---- Outbound ---- */
 
-static void on_addr_resolved(struct vconn *c)
+/* A dial of ours sets its QP up (setup_start()), or fails saying why. */
+static void dial_setup(struct vconn *c)
 {
 	char why[200];
-	int r;
+	int r = setup_start(c, 0, 0, why, sizeof(why));
 
+	if (r < 0) {
+		log_warn("verbs peer %s: not connecting: %s", c->addr, why);
+		vc_fail(c, r, "%s", why);
+	}
+}
+
+static void on_addr_resolved(struct vconn *c)
+{
 	if (c->id->verbs != rdev_context(c->t->d)) {
 		vc_fail(c, -ENETUNREACH, "the route to %s goes through %s, not the daemon's %s",
 			c->addr, c->id->verbs ? ibv_get_device_name(c->id->verbs->device) : "?",
@@ -569,19 +572,13 @@ static void on_addr_resolved(struct vconn *c)
 	}
 	if (rdev_cq_room(c->t->d) < c->sq + c->rq && room_wait(c))
 		return; /* room_give() goes on */
-	r = setup_start(c, 0, 0, why, sizeof(why));
-	if (r < 0) {
-		log_warn("verbs peer %s: not connecting: %s", c->addr, why);
-		vc_fail(c, r, "%s", why);
-	}
+	dial_setup(c);
 }
 
 /* Room was freed on the CQ: dials waiting for it (room_wait()) go on first, oldest first. */
 static void room_give(struct vtransport *t)
 {
 	struct vconn *c, *o;
-	char why[200];
-	int r;
 
 	while (t->room_waiters && !t->freeing) {
 		for (c = NULL, o = t->conns; o; o = o->next)
@@ -591,11 +588,7 @@ static void room_give(struct vtransport *t)
 			return;
 		c->room_wait = false;
 		t->room_waiters--;
-		r = setup_start(c, 0, 0, why, sizeof(why));
-		if (r < 0) {
-			log_warn("verbs peer %s: not connecting: %s", c->addr, why);
-			vc_fail(c, r, "%s", why);
-		}
+		dial_setup(c);
 	}
 }
 

@@ -260,6 +260,7 @@ static void run(int k, uint8_t cmd)
 		return;
 	s = &sides[k].ts->s;
 	t.core->batching = cmd & FS_RUN_PASS;
+	core_pass_begin(t.core);
 	r = xfer_run(s);
 	core_publish(t.core);
 	t.core->batching = false;

@@ -600,6 +600,7 @@ int th_run(struct th_session *ts)
 	int r;
 
 	c->batching = true;
+	core_pass_begin(c); /* a run here is a pass of the engine's */
 	r = xfer_run(&ts->s);
 	core_publish(c);
 	c->batching = false;

@@ -375,6 +375,7 @@ static void test_batching(void)
 	q.flags = RP_NOTIFY;
 	ck = sub(a, q);
 	t.core->batching = true;
+	core_pass_begin(t.core);
 	tap_is_int(xfer_run(&a->s), XFER_EMPTY, "a notified WRITE in a pass");
 	tap_ok(rp_ring_load(&a->ring.v.cq->producer) == pa0 &&
 		       rp_ring_load(&b->ring.v.cq->producer) == pb0,
@@ -404,6 +405,7 @@ static void test_batching(void)
 	q.flags = RP_NOTIFY;
 	ck = sub(a, q);
 	t.core->batching = true;
+	core_pass_begin(t.core);
 	tap_is_int(xfer_run(&a->s), XFER_EMPTY, "a notified WRITE to an exporter of protocol 2");
 	tap_ok(!lap_seen(a, pa0) || rp_ring_load(&x->ring.v.cq->producer) == px0 + 1,
 	       "the writer (protocol 3) sees its completion only once the exporter's "
@@ -435,6 +437,7 @@ static void test_batching(void)
 		q.flags = RP_NOTIFY;
 		ck = sub(w, q);
 		t.core->batching = true;
+		core_pass_begin(t.core);
 		tap_is_int(xfer_run(&w->s), XFER_EMPTY,
 			   "protocol 2 both: a WRITE, then a notified one, in one pass");
 		first = rp_ring_load(&x->ring.v.cq->producer) == px0 + 1;
@@ -455,6 +458,7 @@ static void test_batching(void)
 		q.flags = 0;
 		expected[sub(w, q)] = 0; /* its client leaves without reaping it */
 		t.core->batching = true;
+		core_pass_begin(t.core);
 		xfer_run(&w->s);
 		tap_ok(t.core->dirty == &w->s, "a WRITE in a pass leaves its writer to publish");
 		th_remote_close(w, hw);
@@ -1222,15 +1226,20 @@ static void test_big_copy(void)
 static void test_freed_ids(void)
 {
 	uint64_t was_bytes = t.cfg.max_registered_bytes;
+	uint32_t was_regions = t.cfg.max_regions;
 	struct th_session *c = th_session_new(&t, 1000, 1000), *d = th_session_new(&t, 1001, 1001);
-	uint32_t rc = 0, rd = 0, rd2 = 0, rd3 = 0, h = 0, ep = 0, ds = 0;
+	uint32_t rc = 0, rd = 0, rd2 = 0, rd3 = 0, rd4 = 0, h = 0, ep = 0, ds = 0, rx = 0, re = 0,
+		 dse = 0, ids[20], again[20];
+	struct th_session *e;
+	uint64_t gone;
 	unsigned char *pc, *pd;
-	unsigned runs, notes, i;
+	unsigned runs, notes, i, k;
 	struct rp_sqe q;
 	uint64_t ck, rk;
 	int n;
 
 	t.cfg.max_registered_bytes = 4ull * BIG;
+	t.cfg.max_regions = 64;
 	if (th_hello(c) || th_hello(d) || th_region(c, BIG, &rc, (void **)&pc) ||
 	    th_region(d, BIG, &rd, (void **)&pd) ||
 	    th_export_for(d, rd, RP_ACCESS_REMOTE_WRITE, "d.note", 1000) ||
@@ -1289,6 +1298,23 @@ static void test_freed_ids(void)
 		       cqs[0].region == 0 && cqs[0].len == 0,
 	       "the receive is cancelled, naming no region");
 
+	/* A receive being filled, its region freed, then the message fails: its sender goes. */
+	e = th_session_new(&t, 1000, 1000);
+	if (th_hello(e) || th_region(e, BIG, &re, NULL) || th_dest_open(e, "", "d.ep.ids", &dse) ||
+	    th_region(d, BIG, &rd4, NULL))
+		abort();
+	rk = sub(d, sqe(RP_SQE_POST_RECV, rd4, 0, ep, 0, BIG));
+	th_run(d);
+	gone = sub(e, sqe(RP_SQE_SEND, re, 0, dse, 0, BIG));
+	tap_ok(th_run(e) == XFER_YIELD && e->s.copying, "another 5 MiB SEND takes a receive");
+	th_region_free(d, rd4);
+	th_jobs_run(&t, TH_MAX_JOBS);
+	expected[gone] = 0; /* its session dies: no completion */
+	th_session_close(e);
+	tap_ok(reap(d) == 1 && cqs[0].cookie == rk && cqs[0].status == -ECANCELED &&
+		       cqs[0].region == 0,
+	       "its region freed, then its sender gone: the receive is cancelled, not put back");
+
 	/* A NOTIFY naming a region is in the ring, not reaped, when that region is freed. */
 	if (th_export_for(d, rd, RP_ACCESS_REMOTE_WRITE, "d.note2", 1000) ||
 	    th_remote_open(c, "", "d.note2", &h))
@@ -1309,10 +1335,48 @@ static void test_freed_ids(void)
 	if (th_region(d, PAGE, &rd3, NULL))
 		abort();
 	tap_ok(rd3 == rd || rd3 == rd2, "once reaped, freed ids are used again (%u)", rd3);
+
+	/* The queue of freed ids, wrapped and grown: each comes back once, none twice. */
+	if (th_region(d, PAGE, &rx, NULL) ||
+	    th_export_for(d, rx, RP_ACCESS_REMOTE_WRITE, "d.note3", 1000) ||
+	    th_remote_open(c, "", "d.note3", &h))
+		abort();
+	q = sqe(RP_SQE_WRITE, rc, 0, h, 0, 8);
+	q.flags = RP_NOTIFY;
+	for (k = 0; k < 3; k++) {
+		unsigned cnt = k ? 20 : 10, hits = 0, same = 0, j;
+
+		if (status_of(c, q) != 0)
+			abort(); /* a NOTIFY that the exporter does not reap yet */
+		for (j = 0; j < cnt; j++)
+			if (th_region(d, PAGE, &ids[j], NULL))
+				abort();
+		for (j = 0; j < cnt; j++)
+			th_region_free(d, ids[j]);
+		th_jobs_run(&t, TH_MAX_JOBS);
+		reap(d);
+		for (j = 0; j < cnt; j++)
+			if (th_region(d, PAGE, &again[j], NULL))
+				abort();
+		for (j = 0; j < cnt; j++)
+			for (i = 0; i < cnt; i++) {
+				hits += again[j] == ids[i];
+				same += i != j && again[j] == again[i];
+			}
+		tap_ok(hits == cnt && !same,
+		       "round %u: %u regions freed unreaped, then reaped: the next %u get their "
+		       "ids, "
+		       "each once (%u of %u, %u twice)",
+		       k + 1, cnt, cnt, hits, cnt, same);
+		for (j = 0; j < cnt; j++)
+			th_region_free(d, again[j]);
+		th_jobs_run(&t, TH_MAX_JOBS);
+	}
 	th_session_close(c);
 	th_session_close(d);
 	th_jobs_run(&t, TH_MAX_JOBS);
 	t.cfg.max_registered_bytes = was_bytes;
+	t.cfg.max_regions = was_regions;
 }
 
 int main(void)
