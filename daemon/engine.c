@@ -63,8 +63,10 @@
 #define NET_LOOK_NS 2000u
 /* The clock is read once every this many passes, */
 #define CLOCK_PASSES 16u
-/* ... and after a pass that took this many submissions (each may cost a microsecond). */
+/* ... and after a pass that took this many submissions (each may cost a microsecond), */
 #define CLOCK_ENTRIES 64u
+/* ... or copied this many bytes locally (tcp transport: ~10 us). */
+#define CLOCK_BYTES (64u << 10)
 /* A client's ring says the engine is running at least once per this many passes. */
 #define PUBLISH_PASSES 8u
 /* An idle spin reads the clock once every this many passes while it only pauses. */
@@ -405,13 +407,10 @@ static void run(struct engine *e)
 		e->st.passes++;
 		idle = work ? 0 : idle + 1;
 		e->st.busy_passes += work != 0;
-		/* A pass that copied a piece of a big local copy, or took many entries, took long.
-		 */
-		if (pass % CLOCK_PASSES == 0 || e->core->long_pass ||
-		    e->core->pass_entries >= CLOCK_ENTRIES) {
-			e->core->long_pass = false;
+		/* A pass that copied much, or took many entries, took long. */
+		if (pass % CLOCK_PASSES == 0 || e->core->pass_entries >= CLOCK_ENTRIES ||
+		    e->core->pass_bytes >= CLOCK_BYTES)
 			tick(e);
-		}
 		if (e->now - start >= BUDGET_NS) {
 			/* Let libuv run control work, then come back. */
 			uv_idle_start(&e->idle, on_idle);

@@ -56,18 +56,6 @@ void *idtab_get(const struct idtab *t, uint32_t id)
 	return id && id <= t->n ? idtab_at(t, id - 1) : NULL;
 }
 
-void *idtab_del(struct idtab *t, uint32_t id)
-{
-	void *p = idtab_get(t, id);
-
-	if (p) {
-		t->v[id - 1] = free_link(t->free);
-		t->free = id;
-		t->used--;
-	}
-	return p;
-}
-
 void *idtab_take(struct idtab *t, uint32_t id)
 {
 	void *p = idtab_get(t, id);
@@ -83,6 +71,15 @@ void idtab_release(struct idtab *t, uint32_t id)
 {
 	t->v[id - 1] = free_link(t->free);
 	t->free = id;
+}
+
+void *idtab_del(struct idtab *t, uint32_t id)
+{
+	void *p = idtab_take(t, id);
+
+	if (p)
+		idtab_release(t, id);
+	return p;
 }
 
 void idtab_free(struct idtab *t)

@@ -276,7 +276,6 @@ struct core {
 	uint64_t next_peer_id;
 	struct nametab remote_keys; /* handles to other daemons' exports, by peer, inc and id */
 	size_t n_remotes;
-	bool long_pass; /* a pass copied a piece of a big local copy: read the clock (engine) */
 	unsigned pass_sessions;	       /* sessions with work in the engine's last pass */
 	unsigned pass_entries;	       /* submissions taken in the current pass (engine) */
 	uint64_t pass_bytes;	       /* bytes copied locally in it */

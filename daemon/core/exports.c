@@ -31,28 +31,31 @@ struct export *export_find(struct core *c, const char *name)
 	return n ? NAMETAB_ENTRY(n, struct export, node) : NULL;
 }
 
-/* @e goes public: on the list and in the name table. */
-static void export_link(struct core *c, struct export *e)
+/*
+ * @e onto the core's list @list, into @names and onto its region's list
+ * @rlist: the public ones, or those whose MR is being registered.
+ */
+static void lists_add(struct export *e, struct export **list, struct nametab *names,
+		      struct export **rlist)
 {
-	e->next = c->exports;
+	e->next = *list;
 	if (e->next)
 		e->next->pprev = &e->next;
-	e->pprev = &c->exports;
-	c->exports = e;
-	nametab_add(&c->export_names, &e->node, e->name);
-	e->rnext = e->region->exports;
+	e->pprev = list;
+	*list = e;
+	nametab_add(names, &e->node, e->name);
+	e->rnext = *rlist;
 	if (e->rnext)
 		e->rnext->rpprev = &e->rnext;
-	e->rpprev = &e->region->exports;
-	e->region->exports = e;
-	c->n_exports++;
-	e->s->exports++;
+	e->rpprev = rlist;
+	*rlist = e;
 	e->region->acct->exports++;
 }
 
-static void export_unlink(struct core *c, struct export *e)
+/* @e off the lists lists_add() put it on (@names among them). */
+static void lists_del(struct export *e, struct nametab *names)
 {
-	nametab_del(&c->export_names, &e->node);
+	nametab_del(names, &e->node);
 	*e->pprev = e->next;
 	if (e->next)
 		e->next->pprev = e->pprev;
@@ -63,9 +66,22 @@ static void export_unlink(struct core *c, struct export *e)
 		e->rnext->rpprev = e->rpprev;
 	e->rnext = NULL;
 	e->rpprev = NULL;
+	e->region->acct->exports--;
+}
+
+/* @e goes public: on the list and in the name table. */
+static void export_link(struct core *c, struct export *e)
+{
+	lists_add(e, &c->exports, &c->export_names, &e->region->exports);
+	c->n_exports++;
+	e->s->exports++;
+}
+
+static void export_unlink(struct core *c, struct export *e)
+{
+	lists_del(e, &c->export_names);
 	c->n_exports--;
 	e->s->exports--;
-	e->region->acct->exports--;
 }
 
 static unsigned vmr_access(uint32_t access)
@@ -140,34 +156,12 @@ static struct mr_job *mr_job_new(struct export *e, struct region *r,
 /* @e's MR is being registered: its name is taken, it is not public yet. */
 static void adding_link(struct core *c, struct export *e)
 {
-	e->next = c->exports_adding;
-	if (e->next)
-		e->next->pprev = &e->next;
-	e->pprev = &c->exports_adding;
-	c->exports_adding = e;
-	nametab_add(&c->adding_names, &e->node, e->name);
-	e->rnext = e->region->adding;
-	if (e->rnext)
-		e->rnext->rpprev = &e->rnext;
-	e->rpprev = &e->region->adding;
-	e->region->adding = e;
-	e->region->acct->exports++;
+	lists_add(e, &c->exports_adding, &c->adding_names, &e->region->adding);
 }
 
 static void adding_unlink(struct core *c, struct export *e)
 {
-	nametab_del(&c->adding_names, &e->node);
-	*e->pprev = e->next;
-	if (e->next)
-		e->next->pprev = e->pprev;
-	e->next = NULL;
-	e->pprev = NULL;
-	*e->rpprev = e->rnext;
-	if (e->rnext)
-		e->rnext->rpprev = e->rpprev;
-	e->rnext = NULL;
-	e->rpprev = NULL;
-	e->region->acct->exports--;
+	lists_del(e, &c->adding_names);
 }
 
 static void unref_region(void *arg)

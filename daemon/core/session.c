@@ -511,7 +511,6 @@ static void release_table(struct session *s, struct idtab *t,
 			  void (*drop)(struct session *, void *, uint32_t))
 {
 	uint32_t i;
-
 	void *p;
 
 	for (i = 0; i < t->n; i++)

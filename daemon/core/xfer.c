@@ -98,10 +98,7 @@ static bool copy_piece(struct op *op)
 	r = guarded_memmove(dst + off, src + off, n);
 	op->copied += n;
 	op->s->turn_bytes += n;
-	op->s->core->pass_bytes += n;
-	/* A pass that copied this much (in any ops of any sessions): the engine reads its clock. */
-	if (op->s->core->pass_bytes >= XFER_COPY_SHARED)
-		op->s->core->long_pass = true;
+	op->s->core->pass_bytes += n; /* the engine reads its clock after a pass that copied much */
 	if (r < 0 || op->copied == q->len) {
 		copy_end(op, r);
 		return true;

@@ -425,10 +425,22 @@ static bool room_wait(struct vconn *c)
  * dropped; then @dial (one that is only starting to wait) fails at once,
  * and so do the newest waiting dials: the CQ is full.
  */
+/* The dial that has waited for room the longest (@newest: the shortest); NULL: none. */
+static struct vconn *room_waiter(const struct vtransport *t, bool newest)
+{
+	struct vconn *o, *c = NULL;
+
+	for (o = t->conns; o; o = o->next)
+		if (o->room_wait && (!c || (newest ? o->created_ms >= c->created_ms
+						   : o->created_ms <= c->created_ms)))
+			c = o;
+	return c;
+}
+
 static bool room_check(struct vtransport *t, struct vconn *dial)
 {
 	uint64_t now = ev_now_ms(t->ev);
-	struct vconn *v, *c, *o;
+	struct vconn *v, *c;
 	uint32_t pending;
 
 	while (t->room_waiters > t->room_freeing) {
@@ -438,10 +450,7 @@ static bool room_check(struct vtransport *t, struct vconn *dial)
 		if ((v && now - v->ready_ms < VP_EVICT_MS) || (!v && pending))
 			return true;
 		/* The oldest waiting dial (room_give() serves it first), or the newest. */
-		for (c = NULL, o = t->conns; o; o = o->next)
-			if (o->room_wait && (!c || (v ? o->created_ms <= c->created_ms
-						      : o->created_ms >= c->created_ms)))
-				c = o;
+		c = room_waiter(t, !v);
 		if (!v) {
 			if (c == dial || !c)
 				return false;
@@ -578,12 +587,10 @@ static void on_addr_resolved(struct vconn *c)
 /* Room was freed on the CQ: dials waiting for it (room_wait()) go on first, oldest first. */
 static void room_give(struct vtransport *t)
 {
-	struct vconn *c, *o;
+	struct vconn *c;
 
 	while (t->room_waiters && !t->freeing) {
-		for (c = NULL, o = t->conns; o; o = o->next)
-			if (o->room_wait && (!c || o->created_ms <= c->created_ms))
-				c = o;
+		c = room_waiter(t, false);
 		if (!c || rdev_cq_room(t->d) < c->sq + c->rq)
 			return;
 		c->room_wait = false;
