@@ -198,7 +198,7 @@ RP_EXPORT int rp_region_alloc(struct rp_client *c, size_t len, unsigned flags,
  * it finish; its exports are withdrawn. Local mapping is removed now.
  * Receives posted in it complete with -ECANCELED and no region (a message
  * is not put into them; one a message was already arriving into completes
- * so when it has arrived, and the SEND with 0), and a write into it that
+ * so when the message ends, and its SEND with -RP_ENORECV), and a write into it that
  * ends after the free brings no RP_OP_NOTIFY. The daemon gives the id to
  * a new region only once completions written before the free are reaped
  * (a client with all 65535 ids in use or so held gets the oldest back).
@@ -322,7 +322,9 @@ RP_EXPORT int rp_post_recv(struct rp_endpoint *ep, struct rp_region *r, size_t o
 /*
  * Send @len bytes of @r at @off to endpoint @endpoint on @peer (NULL/""/own
  * node: local). Completion RP_OP_SEND; in it -RP_ENOENDPOINT, -RP_ENORECV
- * (nothing posted: not retried), -RP_ERECVSMALL, -RP_EENDPOINT_DENIED. Returns as rp_write(), plus
+ * (nothing posted: not retried; or the receive it was arriving into was
+ * cancelled, its region freed or its client gone: nobody got it),
+ * -RP_ERECVSMALL, -RP_EENDPOINT_DENIED. Returns as rp_write(), plus
  * -RP_EPEERUNKNOWN / -RP_EPEERDOWN.
  */
 RP_EXPORT int rp_send(struct rp_client *c, const char *peer, const char *endpoint,

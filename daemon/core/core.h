@@ -675,11 +675,18 @@ int endpoint_take(struct core *c, const char *name, uint64_t len, const struct s
 /* Where the message goes (the posted buffer). */
 void *recv_addr(const struct op *rop);
 /*
+ * Was receive @rop (taken) cancelled since: its region freed, its client
+ * gone? Then a message into it reaches nobody.
+ */
+bool recv_gone(const struct op *rop);
+/*
  * The message taken with endpoint_take() arrived whole (@status 0: the
  * receive completes with @len) or did not (it goes back first in line, or
- * ends -ECANCELED if its endpoint is gone).
+ * ends -ECANCELED if its endpoint is gone). Returns the sender's status:
+ * @status, or -RP_ENORECV for a whole message into a receive that
+ * recv_gone() (the receive completes -ECANCELED).
  */
-void recv_finish(struct core *c, struct op *rop, uint64_t len, int status);
+int recv_finish(struct core *c, struct op *rop, uint64_t len, int status);
 
 /* ---- xfer.c ---- */
 

@@ -199,21 +199,29 @@ void *recv_addr(const struct op *rop)
 	return (char *)rop->region->addr + rop->q.offset;
 }
 
-void recv_finish(struct core *c, struct op *rop, uint64_t len, int status)
+bool recv_gone(const struct op *rop)
+{
+	return rop->s->dead || rop->region->s != rop->s;
+}
+
+int recv_finish(struct core *c, struct op *rop, uint64_t len, int status)
 {
 	struct endpoint *ep = rop->ep;
+	bool gone = recv_gone(rop);
 
 	ep->taken--;
 	/* Not arrived whole: back first in line, unless its region was freed meanwhile. */
-	if (status && !ep->unbound && !rop->s->dead && rop->region->s == rop->s) {
+	if (status && !ep->unbound && !gone) {
 		rop->next = ep->head;
 		if (!ep->head)
 			ep->tail = rop;
 		ep->head = rop;
-		return;
+		return status;
 	}
 	if (ep->unbound && !ep->taken)
 		endpoint_free(ep);
 	rop->recv_len = (uint32_t)len;
 	op_end(rop, status ? -ECANCELED : 0);
+	/* Arrived whole, but into a receive cancelled meanwhile (op_end()): nobody got it. */
+	return !status && gone ? -RP_ENORECV : status;
 }

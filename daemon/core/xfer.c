@@ -49,7 +49,7 @@ static void copy_end(struct op *op, int status)
 	if (rop) {
 		op->rop = NULL;
 		/* Not arrived whole (a fault, its sender gone): the receive stays posted. */
-		recv_finish(op->s->core, rop, op->q.len, status);
+		status = recv_finish(op->s->core, rop, op->q.len, status);
 	}
 	op_end(op, status);
 }
@@ -75,11 +75,12 @@ static bool copy_piece(struct op *op)
 
 	/*
 	 * Its target withdrawn meanwhile (unexported, its region freed, its
-	 * owner gone): the rest would go where nobody reads, and an UNEXPORT
-	 * waits for it. It fails as an op submitted now would.
+	 * owner gone; a SEND's receive cancelled): the rest would go where
+	 * nobody reads, and an UNEXPORT waits for it. It fails as an op
+	 * submitted now would.
 	 */
-	if (op->copied && q->opcode != RP_SQE_SEND && op->e->dead) {
-		copy_end(op, -RP_EUNEXPORTED);
+	if (op->copied && (q->opcode == RP_SQE_SEND ? recv_gone(op->rop) : op->e->dead)) {
+		copy_end(op, q->opcode == RP_SQE_SEND ? -RP_ENORECV : -RP_EUNEXPORTED);
 		return true;
 	}
 	if (q->opcode == RP_SQE_SEND) {

@@ -1040,8 +1040,11 @@ int peer_x_rx_end(struct peer_link *l, struct peer_rx *rx, int status)
 	struct rxtok *tok = rx->token;
 
 	if (rx->kind == PEER_RX_SEND) {
-		/* Whole: the receive completes; not whole: it goes back first in line. */
-		recv_finish(l->p->core, tok->rop, rx->len, status);
+		/*
+		 * Whole: the receive completes (or, cancelled meanwhile, the
+		 * sender is told -RP_ENORECV); not whole: it goes back first in line.
+		 */
+		status = recv_finish(l->p->core, tok->rop, rx->len, status);
 	} else {
 		if (tok->t)
 			notify_finish(tok->t, tok->t_region, rx->off, (uint32_t)rx->len, rx->imm,

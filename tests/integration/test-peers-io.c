@@ -32,6 +32,12 @@
  *                              message until stdin closes, then "received=N".
  *   expect-send PEER NAME ERR  an 8-byte rp_send to endpoint NAME on PEER must
  *                              complete with ERR (0 or a negative number).
+ *   recv-free NAME SIZE        bind endpoint NAME with one receive of SIZE; print
+ *                              "ready"; once a message's first byte lands,
+ *                              free the receive's region; print "recv status=S
+ *                              last=B" (B: its last byte had landed at the free).
+ *   send-big PEER NAME SIZE    rp_send SIZE bytes of 0xa5 to endpoint NAME on
+ *                              PEER; print "send status=S".
  *   notify-burst PEER NAME COUNT DEPTH  COUNT notifying 64-byte writes (imm 0..COUNT-1,
  *                              each to offset 64 * (i % 64)) with DEPTH in flight;
  *                              print "burst ok=N other=M"; 0 if all were ok.
@@ -300,6 +306,57 @@ static int do_expect_send(const char *peer, const char *name, int want)
 	printf("send: %s (%d)\n", st ? rp_strerror(st) : "ok", st);
 	rp_disconnect(c);
 	return st == want ? 0 : 1;
+}
+
+static int do_recv_free(const char *name, size_t size)
+{
+	struct rp_client *c = conn();
+	struct rp_region *r;
+	struct rp_endpoint *ep;
+	const volatile unsigned char *p;
+	double end = now_s() + 60;
+	unsigned spins = 0;
+	int e, st, last;
+
+	if ((e = rp_region_alloc(c, pages(size), 0, &r)) < 0 ||
+	    (e = rp_endpoint_bind(c, name, &ep)) < 0 || (e = rp_post_recv(ep, r, 0, size, 7)) < 0) {
+		fprintf(stderr, "recv-free: %s\n", rp_strerror(e));
+		rp_disconnect(c);
+		return 2;
+	}
+	p = rp_region_ptr(r);
+	printf("ready\n");
+	while (!p[0])
+		if (++spins % 4096 == 0 && now_s() > end) {
+			fprintf(stderr, "recv-free: no message in 60 s\n");
+			rp_disconnect(c);
+			return 2;
+		}
+	last = p[size - 1] != 0;
+	rp_region_free(r);
+	st = wait_op(c, RP_OP_RECV, 7, 60000);
+	printf("recv status=%d last=%d\n", st, last);
+	rp_disconnect(c);
+	return 0;
+}
+
+static int do_send_big(const char *peer, const char *name, size_t size)
+{
+	struct rp_client *c = conn();
+	struct rp_region *r;
+	int e, st;
+
+	if ((e = rp_region_alloc(c, pages(size), 0, &r)) < 0) {
+		fprintf(stderr, "alloc: %s\n", rp_strerror(e));
+		rp_disconnect(c);
+		return 2;
+	}
+	memset(rp_region_ptr(r), 0xa5, size);
+	e = rp_send(c, peer, name, r, 0, size, 8);
+	st = e < 0 ? e : wait_op(c, RP_OP_SEND, 8, 120000);
+	printf("send status=%d\n", st);
+	rp_disconnect(c);
+	return 0;
 }
 
 static int do_xfer(const char *peer, const char *name, size_t size, uint32_t seed)
@@ -763,6 +820,10 @@ int main(int argc, char **argv)
 		return do_hold(argv[2], argv[3]);
 	if (!strcmp(mode, "bind") && argc == 5)
 		return do_bind(argv[2], atoi(argv[3]), argv[4]);
+	if (!strcmp(mode, "recv-free") && argc == 4)
+		return do_recv_free(argv[2], parse_size(argv[3]));
+	if (!strcmp(mode, "send-big") && argc == 5)
+		return do_send_big(argv[2], argv[3], parse_size(argv[4]));
 	if (!strcmp(mode, "expect-send") && argc == 5)
 		return do_expect_send(argv[2], argv[3], atoi(argv[4]));
 	if (!strcmp(mode, "expect-open") && argc == 5) {

@@ -8,7 +8,8 @@
 # no genuine link; a peer flooding requests it never reads the replies of
 # leaves the daemon's memory bounded and is dropped. A client's hugetlb
 # region with a hole punched in it (pool empty) costs its own operations
-# -EFAULT, in either direction, never a daemon or the link. An unexport
+# -EFAULT, in either direction, never a daemon or the link. A message into
+# a receive whose region is freed mid-way fails its SEND. An unexport
 # returns only once a peer's WRITE into the export has ended.
 . "$(dirname "$0")/lib.sh"
 
@@ -332,6 +333,34 @@ io A xfer B fb 64K 14 >/dev/null 2>&1
 ok $? "after it, too"
 finish fb # first: its client holds fl's fifo open too
 finish fl
+
+# ---- a message arriving into a receive whose region is freed: nobody got it ----
+# B's client frees the receive's region once the first bytes of A's 64 MiB
+# SEND land: the receive completes -ECANCELED and the SEND -RP_ENORECV (-4103).
+# If the message was whole before the free (a busy host), both complete 0
+# and it is tried again. A SEND told 0 for a cancelled receive fails.
+rf=
+for try in 1 2 3; do
+	spawn rf B recv-free "rf$try" 64M
+	said rf ready
+	sent=$(io A send-big B "rf$try" 64M 2>&1)
+	said rf "^recv" 60
+	finish rf
+	echo "$sent" | diag
+	diag "$T_DIR/rf.out"
+	rf="$(sed -n 's/^send status=//p' <<<"$sent")/$(sed -n 's/^recv status=\([-0-9]*\).*/\1/p' "$T_DIR/rf.out")"
+	[ "$rf" = "0/0" ] || break
+done
+case $rf in
+-4103/-125) ok 0 "a receive's region freed mid-message: the receive -ECANCELED, the SEND -RP_ENORECV" ;;
+0/0) ok 0 "# SKIP the message was whole before each free (3 tries): both completed 0" ;;
+*) ok 1 "a receive's region freed mid-message: SEND/receive $rf, not -4103/-125" ;;
+esac
+spawn rfok B bind rfok 1 open
+said rfok ready
+io A expect-send B rfok 0 >/dev/null 2>&1
+ok $? "A's clients still send to B afterwards"
+finish rfok
 
 # ---- rp_region_unexport() returns only once incoming transfers have ended ----
 # F (a raw peer that never confirms withdrawals) sends half of a 1 MiB

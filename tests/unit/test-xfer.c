@@ -1230,7 +1230,8 @@ static void test_freed_ids(void)
 	struct th_session *c = th_session_new(&t, 1000, 1000), *d = th_session_new(&t, 1001, 1001);
 	uint32_t rc = 0, rd = 0, rd2 = 0, rd3 = 0, rd4 = 0, h = 0, ep = 0, ds = 0, rx = 0, re = 0,
 		 dse = 0, ids[20], again[20];
-	struct th_session *e;
+	uint32_t rf = 0, epf = 0, dsf = 0;
+	struct th_session *e, *f;
 	uint64_t gone;
 	unsigned char *pc, *pd;
 	unsigned runs, notes, i, k;
@@ -1291,9 +1292,9 @@ static void test_freed_ids(void)
 	if (th_region(d, BIG, &rd, (void **)&pd))
 		abort();
 	tap_is_int(rd, rd3, "the receive's region freed; the next region has its id");
-	for (runs = 0; th_run(c) == XFER_YIELD && runs < 1000; runs++)
-		;
-	tap_ok(reap(c) == 1 && cqs[0].cookie == ck && cqs[0].status == 0, "the SEND ends, once");
+	tap_ok(th_run(c) == XFER_EMPTY && !c->s.copying, "the SEND stops at its next piece");
+	tap_ok(reap(c) == 1 && cqs[0].cookie == ck && cqs[0].status == -RP_ENORECV,
+	       "the SEND ends -RP_ENORECV, once: nobody got it");
 	tap_ok(reap(d) == 1 && cqs[0].cookie == rk && cqs[0].status == -ECANCELED &&
 		       cqs[0].region == 0 && cqs[0].len == 0,
 	       "the receive is cancelled, naming no region");
@@ -1314,6 +1315,22 @@ static void test_freed_ids(void)
 	tap_ok(reap(d) == 1 && cqs[0].cookie == rk && cqs[0].status == -ECANCELED &&
 		       cqs[0].region == 0,
 	       "its region freed, then its sender gone: the receive is cancelled, not put back");
+
+	/* A receive being filled, its client gone: the SEND stops, nobody got it. */
+	f = th_session_new(&t, 1001, 1001);
+	if (th_hello(f) || th_region(f, BIG, &rf, NULL) || th_ep_bind(f, "f.ep", &epf) ||
+	    th_dest_open(c, "", "f.ep", &dsf))
+		abort();
+	gone = sub(f, sqe(RP_SQE_POST_RECV, rf, 0, epf, 0, BIG));
+	th_run(f);
+	expected[gone] = 0; /* its session dies: no completion */
+	ck = sub(c, sqe(RP_SQE_SEND, rc, 0, dsf, 0, BIG));
+	tap_ok(th_run(c) == XFER_YIELD && c->s.copying, "a 5 MiB SEND takes a receive of F's");
+	th_session_close(f);
+	th_jobs_run(&t, TH_MAX_JOBS);
+	tap_ok(th_run(c) == XFER_EMPTY && !c->s.copying && reap(c) == 1 && cqs[0].cookie == ck &&
+		       cqs[0].status == -RP_ENORECV,
+	       "F gone: the SEND stops at its next piece, -RP_ENORECV, once");
 
 	/* A NOTIFY naming a region is in the ring, not reaped, when that region is freed. */
 	if (th_export_for(d, rd, RP_ACCESS_REMOTE_WRITE, "d.note2", 1000) ||
