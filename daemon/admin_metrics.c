@@ -199,6 +199,10 @@ static void operations(struct text *t)
 	for (i = 0; i < STATS_FROMS; i++)
 		put(t, "rdmaproxy_export_opens_refused_total{from=\"%s\"} %llu\n",
 		    stats_from_name(i), (unsigned long long)stats_totals.export_refused[i]);
+	counter1(t, "rdmaproxy_names_refused_total",
+		 "Exports and endpoint binds refused: rdmaproxy.conf reserves the name "
+		 "([names]) for other users.",
+		 stats_totals.names_refused);
 	family(t, "rdmaproxy_endpoint_sends_refused_total", "counter",
 	       "Messages refused by the access control of the endpoint they were sent to, by "
 	       "who sent them (local: a client here; peer: a client of a peer daemon).");

@@ -216,7 +216,9 @@ RP_EXPORT size_t rp_region_len(const struct rp_region *r);
  * of this user and of root on this node may open it: see
  * rp_region_export_acl() to let others in. With an RDMA device it returns
  * once the daemon has registered the region for remote access.
- * Returns 0; -EINVAL, -EEXIST (name taken), -RP_ELIMIT_EXPORTS, -RP_EDAEMON.
+ * Returns 0; -EINVAL, -EEXIST (name taken), -RP_EDENIED (the daemon's
+ * config reserves the name for other users: [names] in rdmaproxy.conf(5)),
+ * -RP_ELIMIT_EXPORTS, -RP_EDAEMON.
  */
 RP_EXPORT int rp_region_export(struct rp_region *r, const char *name, unsigned access);
 /*
@@ -228,7 +230,7 @@ RP_EXPORT int rp_region_export(struct rp_region *r, const char *name, unsigned a
  * than RP_EXPORT_ACL_MAX, NULL entries, an invalid peer name),
  * -EOPNOTSUPP (comp_mask bits this library does not know, or a daemon too
  * old to keep access lists: then nothing was exported), -RP_EPEERUNKNOWN (a
- * peer is not configured), -EEXIST, -RP_ELIMIT_EXPORTS, -RP_EDAEMON.
+ * peer is not configured), -EEXIST, -RP_EDENIED, -RP_ELIMIT_EXPORTS, -RP_EDAEMON.
  */
 RP_EXPORT int rp_region_export_acl(struct rp_region *r, const char *name, unsigned access,
 				   const struct rp_export_acl *acl);
@@ -282,8 +284,10 @@ RP_EXPORT int rp_read(struct rp_client *c, struct rp_region *r, size_t off, stru
  * Bind a message endpoint @name on this node. Every client of this daemon,
  * of any user, and the clients of every configured peer may send to it: see
  * rp_endpoint_bind_acl() to keep the others out. A name belongs to whoever
- * binds it first (as with exports), so a sender cannot tell who receives.
- * Returns 0 and *ret; -EEXIST, -EINVAL, -ENOMEM, -RP_ELIMIT_ENDPOINTS,
+ * binds it first (as with exports), so a sender cannot tell who receives,
+ * unless the operator reserves it ([names] in rdmaproxy.conf(5)).
+ * Returns 0 and *ret; -EEXIST, -RP_EDENIED (reserved for other users),
+ * -EINVAL, -ENOMEM, -RP_ELIMIT_ENDPOINTS,
  * -RP_EDAEMON.
  */
 RP_EXPORT int rp_endpoint_bind(struct rp_client *c, const char *name, struct rp_endpoint **ret);

@@ -50,6 +50,7 @@ enum section {
 	SECT_LIMITS,
 	SECT_PEERS,
 	SECT_PEER,
+	SECT_NAMES,  /* [names "PREFIX"] */
 	SECT_BROKEN, /* a header inih rejects as a syntax error */
 };
 
@@ -692,6 +693,27 @@ static int set_peer_export_groups(struct parser *p, const struct key_def *k, con
 	return parse_id_list(p, k, value, true, &peer->export_gids, &peer->n_export_gids);
 }
 
+/* [names "PREFIX"] */
+
+static struct name_conf *current_names(struct parser *p)
+{
+	return &p->cfg->names[p->cfg->n_names - 1];
+}
+
+static int set_names_users(struct parser *p, const struct key_def *k, const char *value)
+{
+	struct name_conf *n = current_names(p);
+
+	return parse_id_list(p, k, value, false, &n->uids, &n->n_uids);
+}
+
+static int set_names_groups(struct parser *p, const struct key_def *k, const char *value)
+{
+	struct name_conf *n = current_names(p);
+
+	return parse_id_list(p, k, value, true, &n->gids, &n->n_gids);
+}
+
 __attribute__((format(printf, 4, 5))) static int fail_key(struct parser *p, int error,
 							  const char *path, const char *fmt, ...)
 {
@@ -869,6 +891,12 @@ static const struct key_def peer_keys[] = {
 	{ 0 },
 };
 
+static const struct key_def names_keys[] = {
+	{ .name = "users", .set = set_names_users },
+	{ .name = "groups", .set = set_names_groups },
+	{ 0 },
+};
+
 #define KEY_COUNT(t) (sizeof(t) / sizeof((t)[0]) - 1)
 _Static_assert(KEY_COUNT(daemon_keys) <= KEYS_MAX && KEY_COUNT(verbs_keys) <= KEYS_MAX &&
 		       KEY_COUNT(limits_keys) <= KEYS_MAX && KEY_COUNT(peers_keys) <= KEYS_MAX &&
@@ -888,6 +916,8 @@ static const struct key_def *section_keys(enum section s)
 		return peers_keys;
 	case SECT_PEER:
 		return peer_keys;
+	case SECT_NAMES:
+		return names_keys;
 	default:
 		return NULL;
 	}
@@ -905,6 +935,8 @@ static const char *section_label(struct parser *p, char *buf, size_t size)
 {
 	if (p->sect == SECT_PEER)
 		snprintf(buf, size, "[peer \"%s\"]", current_peer(p)->name);
+	else if (p->sect == SECT_NAMES)
+		snprintf(buf, size, "[names \"%s\"]", current_names(p)->prefix);
 	else
 		snprintf(buf, size, "[%s]", section_names[p->sect]);
 	return buf;
@@ -978,19 +1010,58 @@ static int add_peer(struct parser *p, const char *name)
 	return 0;
 }
 
-/* @args is what follows "peer": blanks, then "NAME" in double quotes. */
-static int begin_peer_section(struct parser *p, char *args)
+/* @args is what follows "peer" or "names": blanks, then "NAME" in double quotes. */
+static char *quoted_arg(char *args)
 {
-	const struct peer_conf *dup;
-	char *name, *close;
+	char *close;
 
 	while (isspace((unsigned char)*args))
 		args++;
 	close = *args == '"' ? strchr(args + 1, '"') : NULL;
 	if (!close || close[1])
-		return fail(p, p->line, -EINVAL, "invalid peer section: use [peer \"NAME\"]");
-	name = args + 1;
+		return NULL;
 	*close = '\0';
+	return args + 1;
+}
+
+static int begin_names_section(struct parser *p, char *args)
+{
+	struct config *cfg = p->cfg;
+	struct name_conf *names;
+	char *prefix = quoted_arg(args), *copy;
+	size_t i;
+
+	if (!prefix)
+		return fail(p, p->line, -EINVAL, "invalid names section: use [names \"PREFIX\"]");
+	if (!valid_name(prefix))
+		return fail(p, p->line, -EINVAL,
+			    "invalid names prefix '%s': use 1 to 63 characters from A-Z, a-z, 0-9, "
+			    "'.', '_' and '-'",
+			    prefix);
+	for (i = 0; i < cfg->n_names; i++)
+		if (!strcmp(cfg->names[i].prefix, prefix))
+			return fail(p, p->line, -EINVAL,
+				    "duplicate names prefix '%s' (first at line %u)", prefix,
+				    cfg->names[i].line);
+	copy = strdup(prefix);
+	names = copy ? reallocarray(cfg->names, cfg->n_names + 1, sizeof(*names)) : NULL;
+	if (!names) {
+		free(copy);
+		return fail_oom(p);
+	}
+	cfg->names = names;
+	names[cfg->n_names++] = (struct name_conf){ .prefix = copy, .line = p->line };
+	p->sect = SECT_NAMES;
+	return 0;
+}
+
+static int begin_peer_section(struct parser *p, char *args)
+{
+	const struct peer_conf *dup;
+	char *name = quoted_arg(args);
+
+	if (!name)
+		return fail(p, p->line, -EINVAL, "invalid peer section: use [peer \"NAME\"]");
 	if (!valid_name(name))
 		return fail(p, p->line, -EINVAL,
 			    "invalid peer name '%s': use 1 to 63 characters from A-Z, a-z, 0-9, "
@@ -1012,6 +1083,8 @@ static int dispatch_section(struct parser *p, char *hdr)
 			return begin_simple_section(p, s);
 	if (!strncmp(hdr, "peer", 4) && (!hdr[4] || isspace((unsigned char)hdr[4])))
 		return begin_peer_section(p, hdr + 4);
+	if (!strncmp(hdr, "names", 5) && (!hdr[5] || isspace((unsigned char)hdr[5])))
+		return begin_names_section(p, hdr + 5);
 	return fail(p, p->line, -EINVAL, "unknown section [%s]", hdr);
 }
 
@@ -1343,6 +1416,12 @@ struct config *config_free(struct config *cfg)
 		explicit_bzero(cfg->peers[i].key, sizeof(cfg->peers[i].key));
 	}
 	free(cfg->peers);
+	for (i = 0; i < cfg->n_names; i++) {
+		free(cfg->names[i].prefix);
+		free(cfg->names[i].uids);
+		free(cfg->names[i].gids);
+	}
+	free(cfg->names);
 	free(cfg->path);
 	free(cfg->node_name);
 	free(cfg->socket_path);
@@ -1364,6 +1443,20 @@ const struct peer_conf *config_peer(const struct config *cfg, const char *name)
 		if (!strcmp(cfg->peers[i].name, name))
 			return &cfg->peers[i];
 	return NULL;
+}
+
+const struct name_conf *config_name_rule(const struct config *cfg, const char *name)
+{
+	const struct name_conf *best = NULL;
+	size_t i, len;
+
+	for (i = 0; cfg && i < cfg->n_names; i++) {
+		len = strlen(cfg->names[i].prefix);
+		if (!strncmp(name, cfg->names[i].prefix, len) &&
+		    (!best || len > strlen(best->prefix)))
+			best = &cfg->names[i];
+	}
+	return best;
 }
 
 const char *config_transport_name(enum rp_transport_kind t)

@@ -48,6 +48,20 @@ struct peer_conf {
 	unsigned exports_line, export_ids_line; /* where they were set (0: not), for messages */
 };
 
+/*
+ * [names "PREFIX"]: export and endpoint names starting with PREFIX may be
+ * published (exported, bound) only by clients of these users or groups,
+ * and of root. The longest matching prefix decides.
+ */
+struct name_conf {
+	char *prefix;
+	uid_t *uids;
+	size_t n_uids;
+	gid_t *gids;
+	size_t n_gids;
+	unsigned line; /* of the section header, for messages */
+};
+
 /* nice = keep: leave the daemon's priority as it was started (systemd's Nice=). */
 #define CONFIG_NICE_KEEP 100
 
@@ -98,6 +112,9 @@ struct config {
 
 	struct peer_conf *peers;
 	size_t n_peers;
+
+	struct name_conf *names; /* [names "PREFIX"] */
+	size_t n_names;
 };
 
 /*
@@ -121,6 +138,9 @@ int config_parse_size(const char *s, uint64_t *ret);
 const struct peer_conf *config_peer(const struct config *cfg, const char *name);
 
 const char *config_transport_name(enum rp_transport_kind t);
+
+/* The [names] reservation @name falls under (its longest prefix), or NULL. */
+const struct name_conf *config_name_rule(const struct config *cfg, const char *name);
 
 /* Whether @uid (with primary @gid and supplementary groups) may connect / administer. */
 bool config_user_allowed(const struct config *cfg, uid_t uid, gid_t gid);

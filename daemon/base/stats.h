@@ -55,6 +55,7 @@ struct stats_totals {
 	uint64_t client_accept_pauses;	      /* client accepts paused for want of fds */
 	uint64_t export_refused[STATS_FROMS]; /* opens refused by the export's access control */
 	uint64_t send_refused[STATS_FROMS];   /* sends refused by the endpoint's access control */
+	uint64_t names_refused;		      /* exports and binds of a name [names] reserves */
 };
 
 extern struct stats_totals stats_totals;

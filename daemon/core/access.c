@@ -57,6 +57,12 @@ static bool any_group_in(const struct creds *c, const gid_t *set, size_t n)
 	return false;
 }
 
+bool name_rule_allows(const struct name_conf *rule, const struct creds *who)
+{
+	return !rule || who->uid == 0 || uid_in(who->uid, rule->uids, rule->n_uids) ||
+	       any_group_in(who, rule->gids, rule->n_gids);
+}
+
 /* The @n used entries of @v are ids; the rest must be zero. */
 static bool ids_ok(const uint32_t *v, size_t used)
 {

@@ -440,6 +440,8 @@ struct creds {
 void session_creds(const struct session *s, struct creds *ret);
 /* @g is the primary or a supplementary group of @c. */
 bool creds_in_group(const struct creds *c, gid_t g);
+/* May a client with @who publish a name under reservation @rule (NULL: none)? */
+bool name_rule_allows(const struct name_conf *rule, const struct creds *who);
 /*
  * The access list of an EXPORT_ACL request, checked: 0, -EINVAL (counts,
  * flags, names, entries past the counts), -EPROTO (padding). Whether the
@@ -723,6 +725,12 @@ int session_dispatch(struct session *s, const struct rp_hdr *h, const void *body
 int session_fd_lost(struct session *s, const struct rp_hdr *h);
 /* Release everything the session holds (idempotent). */
 void session_release(struct session *s);
+/*
+ * May @s publish @name (@what: "export", "endpoint")? 0, or -RP_EDENIED
+ * (logged, counted) when a [names] section of the running config reserves
+ * it for other users.
+ */
+int session_name_check(const struct session *s, const char *name, const char *what);
 /* A registration job is done (core_job.done): answer it; frees @j. */
 void session_region_done(struct core_job *j);
 

@@ -44,6 +44,9 @@ int endpoint_bind(struct session *s, const char *name, bool restricted,
 	struct endpoint *ep;
 	int r;
 
+	r = session_name_check(s, name, "endpoint");
+	if (r < 0)
+		return r;
 	if (endpoint_find(c, name))
 		return -EEXIST;
 	/* Each costs memory and makes every send's name lookup longer. */

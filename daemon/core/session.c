@@ -136,6 +136,24 @@ static int handle_region_reg(struct session *s, const struct rp_hdr *h,
 	return 0;
 }
 
+int session_name_check(const struct session *s, const char *name, const char *what)
+{
+	const struct name_conf *rule = config_name_rule(s->core->cfg, name);
+	struct creds who;
+	char key[32];
+
+	session_creds(s, &who);
+	if (name_rule_allows(rule, &who))
+		return 0;
+	stats_totals.names_refused++;
+	log_ratelimited(uid_key(s, key, sizeof(key)), LOG_WARNING,
+			"client %u (pid %d uid %d %s): %s '%s' refused: the config reserves names "
+			"starting with '%s' for other users ([names] at line %u)",
+			s->id, (int)s->cred.pid, (int)s->cred.uid, s->comm, what, name,
+			rule->prefix, rule->line);
+	return -RP_EDENIED;
+}
+
 int session_fd_lost(struct session *s, const struct rp_hdr *h)
 {
 	struct rp_id rep = { 0 };

@@ -9,7 +9,8 @@
 # ignores the withdrawal (a test build of the daemon: on verbs only its own MR
 # of the export going stops it). A peer that guesses export ids it was never
 # given is refused. Endpoints bound with an access list take messages only
-# from whom it names. Every refusal has its own error code,
+# from whom it names. Names B's config reserves ([names]) are published by
+# the users it lists only. Every refusal has its own error code,
 # a log line and a count in the metrics; non-admins list only what they may
 # open. Runs clients as other users with setpriv, so it needs root.
 # RP_TEST_TRANSPORT=verbs and RP_TEST_ADDR (an rxe address) run the daemons
@@ -62,8 +63,13 @@ conf() {
 				"${p%%;*}" "$ADDR" "${PORT[${p%%;*}]}" "$T_DIR"
 			[ "$p" = "${p#*;}" ] || echo "${p#*;}" | tr ';' '\n'
 		done
+		printf '%s' "${NAMES[$n]-}"
 	} >"$T_DIR/$n.conf"
 }
+# B reserves names starting with "svc." for uid 4243 and group 4242, and
+# those starting with "svc.root." for root.
+declare -A NAMES
+NAMES[B]=$'[names "svc."]\nusers = 4243\ngroups = 4242\n[names "svc.root."]\n'
 conf A B
 DGRANT="export_users = nobody" # B's grant to D, a peer that ignores withdrawals (below)
 conf B A C R "D;$DGRANT"
@@ -405,6 +411,37 @@ grep -q "^status=$want " "$T_DIR/dhold.out"
 ok $? "the write D's client then makes through its stale handle fails with $want ($(tail -1 "$T_DIR/dhold.out"))"
 stop_daemon "${PID[D]}"
 ok $? "daemon D exits cleanly"
+
+# ---- [names "PREFIX"]: names B's config reserves for some users -----------------
+EDENIED=-4107 # -RP_EDENIED: RP_EBASE + 11, fixed by the ABI
+publishes() { # publishes UID GID GROUPS|- export|bind NAME WANT: as that user, on B
+	as "$1" "$2" "$3" env RDMAPROXY_SOCKET="$T_DIR/B.sock" LD_LIBRARY_PATH="$T_DIR/bin" \
+		"$IO" expect-publish "$4" "$5" "$6" >"$T_DIR/pub.out" 2>&1
+}
+publishes "$NOBODY" "$NOBODY" - export svc.a "$EDENIED"
+ok $? "nobody may not export svc.a, reserved for uid 4243: RP_EDENIED ($(cat "$T_DIR/pub.out"))"
+grep -q "uid $NOBODY test-peers-io): export 'svc.a' refused: the config reserves names starting with 'svc.' for other users" "$T_DIR/B.log"
+ok $? "B logs the refusal with the client, the name and the prefix"
+publishes "$NOBODY" "$NOBODY" - bind svc.a "$EDENIED"
+ok $? "nor bind an endpoint svc.a"
+publishes 4243 4243 - export svc.a 0
+ok $? "uid 4243 may export svc.a"
+publishes 4244 4244 4242 bind svc.b 0
+ok $? "uid 4244 with supplementary group 4242 may bind svc.b"
+publishes 4243 4243 - export svc.root.x "$EDENIED"
+ok $? "svc.root.x falls under the longer prefix, root's: uid 4243 may not export it"
+publishes 0 0 - export svc.root.x 0
+ok $? "root may"
+publishes "$NOBODY" "$NOBODY" - export other.name 0
+ok $? "a name no prefix covers: nobody may export it"
+got=$(RDMAPROXY_SOCKET="$T_DIR/B.sock" "$CTL" metrics | sed -n 's/^rdmaproxy_names_refused_total //p')
+[ "$got" = 3 ]
+ok $? "rdmaproxy_names_refused_total counts the 3 refusals ($got)"
+NAMES[B]=$'[names "svc."]\nusers = nobody\n'
+reload_b "export_users = nobody"
+ok $? "B reloads with svc. reserved for nobody instead"
+publishes "$NOBODY" "$NOBODY" - export svc.a 0 && publishes 4243 4243 - bind svc.c "$EDENIED"
+ok $? "after the reload nobody may export svc.a, and uid 4243 may not bind svc.c"
 
 # ---- the demo across daemons: B's export names A's node --------------------------
 RDMAPROXY_SOCKET= "$T_DIR/bin/rp-demo" "$T_DIR/A.sock" B "$T_DIR/B.sock" >"$T_DIR/demo.out" 2>&1

@@ -32,6 +32,8 @@
  *                              message until stdin closes, then "received=N".
  *   expect-send PEER NAME ERR  an 8-byte rp_send to endpoint NAME on PEER must
  *                              complete with ERR (0 or a negative number).
+ *   expect-publish export|bind NAME ERR  export a page as NAME, or bind endpoint
+ *                              NAME; it must return ERR (0 or a negative number).
  *   recv-free NAME SIZE        bind endpoint NAME with one receive of SIZE; print
  *                              "ready"; once a message's first byte lands,
  *                              free the receive's region; print "recv status=S
@@ -306,6 +308,23 @@ static int do_expect_send(const char *peer, const char *name, int want)
 	printf("send: %s (%d)\n", st ? rp_strerror(st) : "ok", st);
 	rp_disconnect(c);
 	return st == want ? 0 : 1;
+}
+
+static int do_expect_publish(const char *kind, const char *name, int want)
+{
+	struct rp_client *c = conn();
+	struct rp_endpoint *ep;
+	struct rp_region *r;
+	int e;
+
+	if (!strcmp(kind, "bind")) {
+		e = rp_endpoint_bind(c, name, &ep);
+	} else if ((e = rp_region_alloc(c, 4096, 0, &r)) == 0) {
+		e = rp_region_export(r, name, RP_ACCESS_REMOTE_READ);
+	}
+	printf("%s %s: %s (%d)\n", kind, name, e ? rp_strerror(e) : "ok", e);
+	rp_disconnect(c);
+	return e == want ? 0 : 1;
 }
 
 static int do_recv_free(const char *name, size_t size)
@@ -820,6 +839,8 @@ int main(int argc, char **argv)
 		return do_hold(argv[2], argv[3]);
 	if (!strcmp(mode, "bind") && argc == 5)
 		return do_bind(argv[2], atoi(argv[3]), argv[4]);
+	if (!strcmp(mode, "expect-publish") && argc == 5)
+		return do_expect_publish(argv[2], argv[3], atoi(argv[4]));
 	if (!strcmp(mode, "recv-free") && argc == 4)
 		return do_recv_free(argv[2], parse_size(argv[3]));
 	if (!strcmp(mode, "send-big") && argc == 5)

@@ -705,6 +705,46 @@ static void test_peer_exports(void)
 		     "export_groups of separators only");
 }
 
+static void test_names(void)
+{
+	const struct name_conf *db, *dbo, *sys;
+	struct config *cfg;
+
+	cfg = load_ok("[names \"db.\"]\nusers = root, 4000\ngroups = 4100 4101\n"
+		      "[names \"db.open.\"]\nusers = 4001\n[names \"sys\"]\n"
+		      "[daemon]\nlog_level = debug\n",
+		      "names sections");
+	db = cfg ? config_name_rule(cfg, "db.x") : NULL;
+	dbo = cfg ? config_name_rule(cfg, "db.open.x") : NULL;
+	sys = cfg ? config_name_rule(cfg, "sys") : NULL;
+	tap_ok(cfg && cfg->n_names == 3 && db && !strcmp(db->prefix, "db.") && db->line == 1 &&
+		       db->n_uids == 2 && db->uids[0] == 0 && db->uids[1] == 4000 &&
+		       db->n_gids == 2 && db->gids[0] == 4100 && db->gids[1] == 4101,
+	       "[names \"db.\"]: users by name and id, groups");
+	tap_ok(dbo && !strcmp(dbo->prefix, "db.open.") && dbo->n_uids == 1 && !dbo->n_gids,
+	       "the longest prefix decides");
+	tap_ok(sys && !sys->n_uids && !sys->n_gids, "a section with neither key: only root");
+	tap_ok(cfg && !config_name_rule(cfg, "db") && !config_name_rule(cfg, "x.db.y") &&
+		       !config_name_rule(NULL, "db.x"),
+	       "names a prefix does not start are under no rule");
+	config_free(cfg);
+	check_einval("[names]\n", "1: invalid names section: use [names \"PREFIX\"]",
+		     "names without a prefix");
+	check_einval("[names \"a b\"]\n",
+		     "1: invalid names prefix 'a b': use 1 to 63 characters from A-Z, a-z, 0-9, "
+		     "'.', '_' and '-'",
+		     "names prefix with a blank");
+	check_einval("[names \"db.\"]\n[names \"db.\"]\n",
+		     "2: duplicate names prefix 'db.' (first at line 1)", "duplicate prefix");
+	check_einval("[names \"db.\"]\nowner = 4000\n",
+		     "2: unknown key 'owner' in section [names \"db.\"]", "unknown key");
+	check_einval("[names \"db.\"]\nusers = 1\nusers = 2\n",
+		     "3: duplicate key 'users' in section [names \"db.\"] (first set at line 2)",
+		     "duplicate key");
+	check_einval("[names \"db.\"]\ngroups = no-such-group-rp\n",
+		     "2: unknown group 'no-such-group-rp' in groups", "unknown group");
+}
+
 static void check_key_file(const char *file, int want_ret, const char *why, const char *desc)
 {
 	char *text, *want, *path = tmp_path(file);
@@ -885,6 +925,7 @@ int main(void)
 	test_verbs_limits_values();
 	test_peers();
 	test_peer_exports();
+	test_names();
 	test_key_files();
 	test_load_file();
 	test_small_err_buffer();

@@ -299,6 +299,70 @@ static void test_remote_dead(void)
 	tap_is_int(t.n_freed, freed + 1, "it is freed once the lookup let go");
 }
 
+/*
+ * [names "PREFIX"] reservations: who may export or bind a name. The longest
+ * prefix decides; root always may; the others are refused -RP_EDENIED,
+ * which is counted, and the name stays free.
+ */
+static void test_names(void)
+{
+	static uid_t db_uids[] = { 1000 };
+	static gid_t db_gids[] = { 4242 };
+	static uid_t open_uids[] = { 1001 };
+	struct name_conf rules[] = {
+		{ .prefix = "db.", .uids = db_uids, .n_uids = 1, .gids = db_gids, .n_gids = 1 },
+		{ .prefix = "db.open.", .uids = open_uids, .n_uids = 1 },
+		{ .prefix = "sys" },
+	};
+	static const gid_t g4242[] = { 7, 4242 };
+	struct th_session *owner = th_session_new(&t, 1000, 1000),
+			  *other = th_session_new(&t, 1001, 1001),
+			  *member = th_session_new_groups(&t, 1002, 1002, g4242, 2),
+			  *root = th_session_new(&t, 0, 0);
+	uint64_t refused = stats_totals.names_refused;
+	uint32_t ro, rx, rm, rr, ep;
+
+	t.cfg.names = rules;
+	t.cfg.n_names = 3;
+	if (th_hello(owner) || th_hello(other) || th_hello(member) || th_hello(root) ||
+	    th_region(owner, PAGE, &ro, NULL) || th_region(other, PAGE, &rx, NULL) ||
+	    th_region(member, PAGE, &rm, NULL) || th_region(root, PAGE, &rr, NULL))
+		abort();
+	tap_is_int(config_name_rule(&t.cfg, "db.open.x") - rules, 1,
+		   "the longest prefix decides: db.open.x falls under \"db.open.\"");
+	tap_ok(config_name_rule(&t.cfg, "db") == NULL && config_name_rule(&t.cfg, "x.db.") == NULL,
+	       "a name shorter than a prefix, or holding it elsewhere, falls under none");
+	tap_is_int(th_export(other, rx, RP_ACCESS_REMOTE_READ, "db.x"), -RP_EDENIED,
+		   "uid 1001 may not export db.x: RP_EDENIED");
+	tap_is_int(th_ep_bind(other, "db.x", NULL), -RP_EDENIED, "nor bind an endpoint db.x");
+	tap_is_int(th_export(owner, ro, RP_ACCESS_REMOTE_READ, "db.x"), 0,
+		   "uid 1000 (named) may, the name still free");
+	tap_is_int(th_export(member, rm, RP_ACCESS_REMOTE_READ, "db.y"), 0,
+		   "a member of group 4242 (supplementary) may");
+	tap_is_int(th_ep_bind(member, "db.y", &ep), 0, "and may bind it");
+	tap_is_int(th_export(owner, ro, RP_ACCESS_REMOTE_READ, "db.open.z"), -RP_EDENIED,
+		   "under \"db.open.\" only uid 1001: uid 1000 is refused");
+	tap_is_int(th_export(other, rx, RP_ACCESS_REMOTE_READ, "db.open.z"), 0, "uid 1001 may");
+	tap_is_int(th_export(owner, ro, RP_ACCESS_REMOTE_READ, "system"), -RP_EDENIED,
+		   "a prefix naming nobody: only root (uid 1000 refused)");
+	tap_is_int(th_export(root, rr, RP_ACCESS_REMOTE_READ, "system"), 0, "root may");
+	tap_is_int(th_export(other, rx, RP_ACCESS_REMOTE_READ, "other.name"), 0,
+		   "a name no prefix covers: anybody may");
+	tap_is_int(th_export(other, rx, RP_ACCESS_REMOTE_READ, "db.x"), -RP_EDENIED,
+		   "a taken reserved name: still RP_EDENIED for the others, not EEXIST");
+	tap_ok(stats_totals.names_refused == refused + 5, "each refusal is counted (%llu)",
+	       (unsigned long long)(stats_totals.names_refused - refused));
+	t.cfg.names = NULL;
+	t.cfg.n_names = 0;
+	tap_is_int(th_ep_bind(other, "db.z", NULL), 0, "without the rule (a reload), uid 1001 may");
+	tap_is_int(th_export(other, rx, RP_ACCESS_REMOTE_READ, "db.x"), -EEXIST,
+		   "names already taken stay with their owner");
+	th_session_close(owner);
+	th_session_close(other);
+	th_session_close(member);
+	th_session_close(root);
+}
+
 int main(void)
 {
 	struct th_session *a, *b, *c;
@@ -319,12 +383,13 @@ int main(void)
 	test_local_handle(a, b);
 	test_remotes(a, c);
 	test_remote_dead();
+	test_names();
 	th_session_close(a);
 	th_session_close(c);
 	tap_ok(t.core->n_remotes == 0 && t.core->remote_keys.n == 0,
 	       "closing the sessions freed every remote");
 	th_session_close(b);
-	tap_is_int(t.n_freed, 4, "every session freed once");
+	tap_is_int(t.n_freed, 8, "every session freed once");
 	tap_ok(t.core->exports == NULL && t.core->n_exports == 0 && t.core->n_regions == 0 &&
 		       t.core->accts == NULL && t.core->by_peer_id.n == 0,
 	       "nothing is left");
