@@ -75,7 +75,7 @@ enum rp_error {
 	RP_ENOEXPORT,		    /* no export of that name */
 	RP_EUNEXPORTED,		    /* the remote handle's export was withdrawn */
 	RP_ENOENDPOINT,		    /* no endpoint of that name is bound */
-	RP_ENORECV,		    /* the endpoint has no receive posted */
+	RP_ENORECV,		    /* the endpoint has no receive posted (or it was cancelled) */
 	RP_ERECVSMALL,		    /* the posted receive is smaller than the message */
 	RP_ENOTIFYSPACE,	    /* the exporter's completion ring is full */
 	RP_EDAEMON,		    /* the daemon closed the connection (or went away) */
@@ -302,8 +302,8 @@ RP_EXPORT int rp_endpoint_bind(struct rp_client *c, const char *name, struct rp_
  * Returns 0 and *ret; -EINVAL (as rp_endpoint_bind(), or an invalid list as
  * for rp_region_export_acl()), -EOPNOTSUPP (comp_mask bits this library
  * does not know, or a daemon too old to keep the list: then nothing was
- * bound), -RP_EPEERUNKNOWN (a peer is not configured), -EEXIST, -ENOMEM,
- * -RP_EDAEMON.
+ * bound), -RP_EPEERUNKNOWN (a peer is not configured), -EEXIST,
+ * -RP_EDENIED, -RP_ELIMIT_ENDPOINTS, -ENOMEM, -RP_EDAEMON.
  */
 RP_EXPORT int rp_endpoint_bind_acl(struct rp_client *c, const char *name,
 				   const struct rp_export_acl *acl, struct rp_endpoint **ret);

@@ -900,7 +900,7 @@ static const struct key_def names_keys[] = {
 #define KEY_COUNT(t) (sizeof(t) / sizeof((t)[0]) - 1)
 _Static_assert(KEY_COUNT(daemon_keys) <= KEYS_MAX && KEY_COUNT(verbs_keys) <= KEYS_MAX &&
 		       KEY_COUNT(limits_keys) <= KEYS_MAX && KEY_COUNT(peers_keys) <= KEYS_MAX &&
-		       KEY_COUNT(peer_keys) <= KEYS_MAX,
+		       KEY_COUNT(peer_keys) <= KEYS_MAX && KEY_COUNT(names_keys) <= KEYS_MAX,
 	       "raise KEYS_MAX");
 
 static const struct key_def *section_keys(enum section s)

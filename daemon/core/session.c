@@ -146,7 +146,9 @@ int session_name_check(const struct session *s, const char *name, const char *wh
 	if (name_rule_allows(rule, &who))
 		return 0;
 	stats_totals.names_refused++;
-	log_ratelimited(uid_key(s, key, sizeof(key)), LOG_WARNING,
+	/* Its own key: retries of a reserved name hide no other line about the user. */
+	snprintf(key, sizeof(key), "names of uid %d", (int)s->cred.uid);
+	log_ratelimited(key, LOG_WARNING,
 			"client %u (pid %d uid %d %s): %s '%s' refused: the config reserves names "
 			"starting with '%s' for other users ([names] at line %u)",
 			s->id, (int)s->cred.pid, (int)s->cred.uid, s->comm, what, name,

@@ -310,7 +310,8 @@ int peer_x_rx_begin(struct peer_link *link, struct peer_rx *rx);
 /*
  * The transfer of @rx finished: @status 0 (all bytes moved) or <0 (the
  * connection broke midway). Returns the status to send back (for WRITE with
- * notify this is where the exporter is notified; -RP_ENOTIFYSPACE possible).
+ * notify this is where the exporter is notified; -RP_ENOTIFYSPACE possible;
+ * a whole SEND into a receive cancelled meanwhile: -RP_ENORECV).
  * After this, rx->addr must not be touched.
  */
 int peer_x_rx_end(struct peer_link *link, struct peer_rx *rx, int status);

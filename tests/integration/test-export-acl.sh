@@ -67,9 +67,10 @@ conf() {
 	} >"$T_DIR/$n.conf"
 }
 # B reserves names starting with "svc." for uid 4243 and group 4242, and
-# those starting with "svc.root." for root.
+# those starting with "svc.root." (first in the file: the longest prefix
+# decides) for root.
 declare -A NAMES
-NAMES[B]=$'[names "svc."]\nusers = 4243\ngroups = 4242\n[names "svc.root."]\n'
+NAMES[B]=$'[names "svc.root."]\n[names "svc."]\nusers = 4243\ngroups = 4242\n'
 conf A B
 DGRANT="export_users = nobody" # B's grant to D, a peer that ignores withdrawals (below)
 conf B A C R "D;$DGRANT"
@@ -426,8 +427,12 @@ publishes "$NOBODY" "$NOBODY" - bind svc.a "$EDENIED"
 ok $? "nor bind an endpoint svc.a"
 publishes 4243 4243 - export svc.a 0
 ok $? "uid 4243 may export svc.a"
-publishes 4244 4244 4242 bind svc.b 0
-ok $? "uid 4244 with supplementary group 4242 may bind svc.b"
+publishes 4245 4245 4242 bind svc.b 0
+ok $? "uid 4245 with supplementary group 4242 may bind svc.b"
+publishes 4246 4242 - export svc.c 0
+ok $? "uid 4246 with primary group 4242 may export svc.c"
+publishes 4244 4244 - export svc.d "$EDENIED"
+ok $? "a member of the admin group (4244) is not exempt: RP_EDENIED"
 publishes 4243 4243 - export svc.root.x "$EDENIED"
 ok $? "svc.root.x falls under the longer prefix, root's: uid 4243 may not export it"
 publishes 0 0 - export svc.root.x 0
@@ -435,8 +440,8 @@ ok $? "root may"
 publishes "$NOBODY" "$NOBODY" - export other.name 0
 ok $? "a name no prefix covers: nobody may export it"
 got=$(RDMAPROXY_SOCKET="$T_DIR/B.sock" "$CTL" metrics | sed -n 's/^rdmaproxy_names_refused_total //p')
-[ "$got" = 3 ]
-ok $? "rdmaproxy_names_refused_total counts the 3 refusals ($got)"
+[ "$got" = 4 ]
+ok $? "rdmaproxy_names_refused_total counts the 4 refusals ($got)"
 NAMES[B]=$'[names "svc."]\nusers = nobody\n'
 reload_b "export_users = nobody"
 ok $? "B reloads with svc. reserved for nobody instead"

@@ -728,6 +728,12 @@ static void test_names(void)
 		       !config_name_rule(NULL, "db.x"),
 	       "names a prefix does not start are under no rule");
 	config_free(cfg);
+	cfg = load_ok("[names \"a.b.\"]\nusers = 1\n[names \"a.\"]\nusers = 2\n",
+		      "a longer prefix before a shorter one");
+	tap_ok(cfg && config_name_rule(cfg, "a.b.x") == &cfg->names[0] &&
+		       config_name_rule(cfg, "a.c") == &cfg->names[1],
+	       "the longest prefix decides, wherever it is in the file");
+	config_free(cfg);
 	check_einval("[names]\n", "1: invalid names section: use [names \"PREFIX\"]",
 		     "names without a prefix");
 	check_einval("[names \"a b\"]\n",

@@ -309,26 +309,29 @@ static void test_names(void)
 	static uid_t db_uids[] = { 1000 };
 	static gid_t db_gids[] = { 4242 };
 	static uid_t open_uids[] = { 1001 };
+	/* The longer prefix first: the longest decides, not the last that matches. */
 	struct name_conf rules[] = {
-		{ .prefix = "db.", .uids = db_uids, .n_uids = 1, .gids = db_gids, .n_gids = 1 },
 		{ .prefix = "db.open.", .uids = open_uids, .n_uids = 1 },
+		{ .prefix = "db.", .uids = db_uids, .n_uids = 1, .gids = db_gids, .n_gids = 1 },
 		{ .prefix = "sys" },
 	};
 	static const gid_t g4242[] = { 7, 4242 };
 	struct th_session *owner = th_session_new(&t, 1000, 1000),
 			  *other = th_session_new(&t, 1001, 1001),
 			  *member = th_session_new_groups(&t, 1002, 1002, g4242, 2),
-			  *root = th_session_new(&t, 0, 0);
+			  *root = th_session_new(&t, 0, 0),
+			  *primary = th_session_new(&t, 1003, 4242);
 	uint64_t refused = stats_totals.names_refused;
-	uint32_t ro, rx, rm, rr, ep;
+	uint32_t ro, rx, rm, rr, rp, ep;
 
 	t.cfg.names = rules;
 	t.cfg.n_names = 3;
 	if (th_hello(owner) || th_hello(other) || th_hello(member) || th_hello(root) ||
+	    th_hello(primary) || th_region(primary, PAGE, &rp, NULL) ||
 	    th_region(owner, PAGE, &ro, NULL) || th_region(other, PAGE, &rx, NULL) ||
 	    th_region(member, PAGE, &rm, NULL) || th_region(root, PAGE, &rr, NULL))
 		abort();
-	tap_is_int(config_name_rule(&t.cfg, "db.open.x") - rules, 1,
+	tap_is_int(config_name_rule(&t.cfg, "db.open.x") - rules, 0,
 		   "the longest prefix decides: db.open.x falls under \"db.open.\"");
 	tap_ok(config_name_rule(&t.cfg, "db") == NULL && config_name_rule(&t.cfg, "x.db.") == NULL,
 	       "a name shorter than a prefix, or holding it elsewhere, falls under none");
@@ -340,6 +343,8 @@ static void test_names(void)
 	tap_is_int(th_export(member, rm, RP_ACCESS_REMOTE_READ, "db.y"), 0,
 		   "a member of group 4242 (supplementary) may");
 	tap_is_int(th_ep_bind(member, "db.y", &ep), 0, "and may bind it");
+	tap_is_int(th_export(primary, rp, RP_ACCESS_REMOTE_READ, "db.p"), 0,
+		   "a client whose primary group is 4242 may");
 	tap_is_int(th_export(owner, ro, RP_ACCESS_REMOTE_READ, "db.open.z"), -RP_EDENIED,
 		   "under \"db.open.\" only uid 1001: uid 1000 is refused");
 	tap_is_int(th_export(other, rx, RP_ACCESS_REMOTE_READ, "db.open.z"), 0, "uid 1001 may");
@@ -361,6 +366,7 @@ static void test_names(void)
 	th_session_close(other);
 	th_session_close(member);
 	th_session_close(root);
+	th_session_close(primary);
 }
 
 int main(void)
@@ -389,7 +395,7 @@ int main(void)
 	tap_ok(t.core->n_remotes == 0 && t.core->remote_keys.n == 0,
 	       "closing the sessions freed every remote");
 	th_session_close(b);
-	tap_is_int(t.n_freed, 8, "every session freed once");
+	tap_is_int(t.n_freed, 9, "every session freed once");
 	tap_ok(t.core->exports == NULL && t.core->n_exports == 0 && t.core->n_regions == 0 &&
 		       t.core->accts == NULL && t.core->by_peer_id.n == 0,
 	       "nothing is left");
