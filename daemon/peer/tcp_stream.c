@@ -28,31 +28,42 @@
 #define BOUNCE_MAX (256ull << 20)
 #define SERVED_MAX (64ull << 20)
 
+/*
+ * Bigger WRITEs from memory that may fault, and every bigger READ (the
+ * exporter's memory may be hugetlb, and what it copies for one peer is
+ * bounded by SERVED_MAX), go as a sequence of requests of at most this
+ * much, each sent once the one before was answered: the copy of a WRITE is
+ * this big, whatever the op's size, and one copy is reused for each piece.
+ * Answering each piece costs a round trip per 16 MiB.
+ */
+#define PIECE (16u << 20)
+
 static uint64_t bounce_bytes;
 
 struct bounce {
 	uint64_t len;
+	unsigned refs;		/* the write that sends it, and a piecewise op's own */
 	struct tstream *served; /* a READ this stream's peer asked for */
 	_Alignas(16) char data[];
 };
 
-/* A guarded copy of @len bytes at @src: 0 and *ret, -EFAULT or -ENOMEM. */
-static int bounce_new(const void *src, uint64_t len, struct tstream *served, char **ret)
+static struct bounce *bounce_of(void *data)
+{
+	return (struct bounce *)((char *)data - offsetof(struct bounce, data));
+}
+
+/* @len bytes for copies within the budget: 0 and *ret, or -ENOMEM. */
+static int bounce_alloc(uint64_t len, struct tstream *served, char **ret)
 {
 	struct bounce *b;
-	int r;
 
 	if (len > BOUNCE_MAX - bounce_bytes || (served && len > SERVED_MAX - served->served_bounce))
 		return -ENOMEM;
 	b = malloc(sizeof(*b) + len);
 	if (!b)
 		return -ENOMEM;
-	r = guarded_memmove(b->data, src, len);
-	if (r < 0) {
-		free(b);
-		return r;
-	}
 	b->len = len;
+	b->refs = 1;
 	b->served = served;
 	bounce_bytes += len;
 	if (served)
@@ -61,13 +72,27 @@ static int bounce_new(const void *src, uint64_t len, struct tstream *served, cha
 	return 0;
 }
 
+/* A guarded copy of @len bytes at @src: 0 and *ret, -EFAULT or -ENOMEM. */
+static int bounce_new(const void *src, uint64_t len, struct tstream *served, char **ret)
+{
+	int r = bounce_alloc(len, served, ret);
+
+	if (r == 0 && (r = guarded_memmove(*ret, src, len)) < 0) {
+		tstream_bounce_free(*ret);
+		*ret = NULL;
+	}
+	return r;
+}
+
 void tstream_bounce_free(void *data)
 {
 	struct bounce *b;
 
 	if (!data)
 		return;
-	b = (struct bounce *)((char *)data - offsetof(struct bounce, data));
+	b = bounce_of(data);
+	if (--b->refs)
+		return;
 	bounce_bytes -= b->len;
 	if (b->served)
 		b->served->served_bounce -= b->len;
@@ -76,6 +101,24 @@ void tstream_bounce_free(void *data)
 
 #define OP_NEXT(op) (*(struct peer_op **)&(op)->scratch[0])
 #define OP_ID(op) ((op)->scratch[1])
+/* A piecewise op: bytes answered so far, bytes of the piece in flight, a WRITE's copy. */
+#define OP_DONE(op) ((op)->scratch[2])
+#define OP_PIECE(op) ((op)->scratch[3])
+#define OP_COPY(op) (*(char **)&(op)->scratch[4])
+
+/* Does @op go in pieces (PIECE)? */
+static bool piecewise(const struct peer_op *op)
+{
+	return op->len > PIECE &&
+	       (op->kind == PEER_OP_READ || (op->kind == PEER_OP_WRITE && op->region->huge));
+}
+
+/* A piecewise op is answered: give back its copy. */
+static void piece_end(struct peer_op *op)
+{
+	tstream_bounce_free(OP_COPY(op));
+	OP_COPY(op) = NULL;
+}
 
 static void sfail(struct tstream *st, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -111,7 +154,15 @@ void tstream_init(struct tstream *st, const struct tstream_io *io, struct peer_l
 
 void tstream_fini(struct tstream *st)
 {
+	struct peer_op *op;
+
 	st->failed = true;
+	/* The ops it still holds are the peer layer's to report: their copies go now. */
+	while ((op = st->head)) {
+		st->head = OP_NEXT(op);
+		piece_end(op);
+	}
+	st->tail = NULL;
 	if (st->rx_active) {
 		st->rx_active = false;
 		peer_x_rx_end(st->link, &st->rx, -ECONNRESET);
@@ -136,31 +187,39 @@ int tstream_send_ctrl(struct xconn *x, const void *msg, size_t len)
 	return st->io->write(st, msg, len, NULL, 0, NULL, NULL);
 }
 
-int tstream_submit(struct xconn *x, struct peer_op *op)
+/*
+ * Send @op, or its next piece (at OP_DONE): 0, or <0 when nothing of this
+ * piece was queued (-ECONNABORTED: part of it went out before the rest could
+ * not be queued, and the stream failed; the op is held and reported with it).
+ */
+static int send_op(struct tstream *st, struct peer_op *op)
 {
-	struct tstream *st = (struct tstream *)x;
 	union {
 		struct pp_write w;
 		struct pp_read r;
 		struct pp_send s;
 	} m;
-	const char *payload = (const char *)op->region->addr + op->off;
+	bool pieces = piecewise(op);
+	uint64_t done = pieces ? OP_DONE(op) : 0, id;
+	uint64_t n = pieces && op->len - done > PIECE ? PIECE : op->len - done;
+	const char *payload = (const char *)op->region->addr + op->off + done;
 	char *bounce = NULL;
-	uint64_t id = ++st->next_id;
 	size_t len;
 	int r;
 
 	if (st->failed)
 		return -ENOTCONN;
 	memset(&m, 0, sizeof(m));
+	id = st->next_id + 1;
 	switch (op->kind) {
 	case PEER_OP_WRITE:
 		pp_hdr_init(&m.w.h, PP_WRITE, id);
-		m.w.h.flags = op->flags & PEER_OP_F_NOTIFY ? PP_F_NOTIFY : 0;
+		/* In pieces, a NOTIFY follows the last (send_notify()). */
+		m.w.h.flags = op->flags & PEER_OP_F_NOTIFY && !pieces ? PP_F_NOTIFY : 0;
 		m.w.export_id = op->export_id;
 		m.w.export_inc = op->export_inc;
-		m.w.off = op->remote_off;
-		m.w.len = op->len;
+		m.w.off = op->remote_off + done;
+		m.w.len = n;
 		m.w.imm = op->imm;
 		len = sizeof(m.w);
 		break;
@@ -168,31 +227,47 @@ int tstream_submit(struct xconn *x, struct peer_op *op)
 		pp_hdr_init(&m.r.h, PP_READ, id);
 		m.r.export_id = op->export_id;
 		m.r.export_inc = op->export_inc;
-		m.r.off = op->remote_off;
-		m.r.len = op->len;
+		m.r.off = op->remote_off + done;
+		m.r.len = n;
 		len = sizeof(m.r);
 		break;
 	case PEER_OP_SEND:
 		pp_hdr_init(&m.s.h, PP_SEND, id);
-		m.s.len = op->len;
+		m.s.len = n;
 		memcpy(m.s.endpoint, op->endpoint, sizeof(m.s.endpoint));
 		len = sizeof(m.s);
 		break;
 	default:
 		return -EINVAL;
 	}
-	if (op->kind != PEER_OP_READ && op->len && op->region->huge) {
-		/* A hole the client punched would fail the socket's write: copy first. */
-		r = bounce_new(payload, op->len, NULL, &bounce);
-		if (r < 0)
+	if (op->kind != PEER_OP_READ && n && op->region->huge) {
+		/*
+		 * A hole the client punched would fail the socket's write: copy
+		 * first. A piecewise WRITE reuses its copy: the piece it held was
+		 * answered, so all of it left this host.
+		 */
+		if (pieces && !OP_COPY(op) && (r = bounce_alloc(PIECE, NULL, &OP_COPY(op))) < 0)
 			return r;
+		if (pieces) {
+			r = guarded_memmove(OP_COPY(op), payload, n);
+			bounce = OP_COPY(op);
+			bounce_of(bounce)->refs++; /* the write's */
+		} else {
+			r = bounce_new(payload, n, NULL, &bounce);
+		}
+		if (r < 0) {
+			tstream_bounce_free(bounce);
+			return r;
+		}
 		payload = bounce;
 	}
+	st->next_id = id;
+	OP_PIECE(op) = n;
 	op->fate = PEER_OP_POSTED;
-	r = st->io->write(st, &m, len, payload, op->kind == PEER_OP_READ ? 0 : op->len, NULL,
-			  bounce);
+	r = st->io->write(st, &m, len, payload, op->kind == PEER_OP_READ ? 0 : n, NULL, bounce);
 	if (r < 0 && r != -ECONNABORTED) {
-		op->fate = PEER_OP_QUEUED;
+		/* A later piece: earlier ones are there; the caller reports the op. */
+		op->fate = done ? PEER_OP_POSTED : PEER_OP_QUEUED;
 		return r;
 	}
 	OP_ID(op) = id;
@@ -206,6 +281,79 @@ int tstream_submit(struct xconn *x, struct peer_op *op)
 		/* Part of it is on the wire: its outcome is unknown when the link goes. */
 		sfail(st, -ENOMEM, "cannot queue the rest of a write");
 	return 0;
+}
+
+int tstream_submit(struct xconn *x, struct peer_op *op)
+{
+	int r;
+
+	OP_DONE(op) = 0;
+	OP_COPY(op) = NULL;
+	r = send_op((struct tstream *)x, op);
+	if (r < 0)
+		piece_end(op);
+	return r;
+}
+
+/*
+ * Every piece of notifying WRITE @op is there: the exporter's client is told
+ * of the whole write as a verbs peer tells it of a one-sided one (PP_NOTIFY,
+ * answered PP_NOTIFY_R; a full completion ring fails it then). 0 or <0.
+ */
+static int send_notify(struct tstream *st, struct peer_op *op)
+{
+	struct pp_notify m;
+	int r;
+
+	if (st->failed)
+		return -ENOTCONN;
+	memset(&m, 0, sizeof(m));
+	pp_hdr_init(&m.h, PP_NOTIFY, st->next_id + 1);
+	m.export_id = op->export_id;
+	m.export_inc = op->export_inc;
+	m.off = op->remote_off;
+	m.len = op->len;
+	m.imm = op->imm;
+	r = st->io->write(st, &m, sizeof(m), NULL, 0, NULL, NULL);
+	if (r < 0)
+		return r;
+	OP_ID(op) = ++st->next_id;
+	OP_DONE(op) = op->len;
+	OP_PIECE(op) = 0;
+	OP_NEXT(op) = NULL;
+	if (st->tail)
+		OP_NEXT(st->tail) = op;
+	else
+		st->head = op;
+	st->tail = op;
+	return 0;
+}
+
+/*
+ * Piece OP_PIECE of @op was answered with @status: send the next (or the
+ * NOTIFY), or report the op (the first failure, or 0 once every piece is
+ * there).
+ */
+static void piece_done(struct tstream *st, struct peer_op *op, int status)
+{
+	int r = 0;
+
+	if (status == 0 && piecewise(op) && OP_DONE(op) + OP_PIECE(op) < op->len) {
+		OP_DONE(op) += OP_PIECE(op);
+		r = send_op(st, op);
+	} else if (status == 0 && piecewise(op) && (op->flags & PEER_OP_F_NOTIFY) &&
+		   OP_DONE(op) < op->len) {
+		r = send_notify(st, op);
+	} else {
+		piece_end(op);
+		peer_x_op_done(op, status);
+		return;
+	}
+	if (r < 0) {
+		/* Earlier pieces are there: what it did is unknown (a fault: its own). */
+		piece_end(op);
+		peer_x_op_done(op, r == -EFAULT ? r : -RP_EOUTCOME);
+	}
 }
 
 /* The reply to the oldest op, which must be of @kind with @id. */
@@ -347,6 +495,15 @@ static void on_reply(struct tstream *st, const struct pp_hdr *h)
 
 	if (h->type == PP_WRITE_R || h->type == PP_READ_R || h->type == PP_SEND_R)
 		op = pop_op(st, h->id, kind[h->type - PP_WRITE_R]);
+	else if (h->type == PP_NOTIFY_R)
+		op = pop_op(st, h->id, PEER_OP_WRITE);
+	/* A NOTIFY_R answers a piecewise WRITE's NOTIFY, and nothing else. */
+	if (op && (h->type == PP_NOTIFY_R) != (piecewise(op) && OP_DONE(op) == op->len)) {
+		sfail(st, -EPROTO, "reply 0x%04x id %llu does not answer what it was sent", h->type,
+		      (unsigned long long)h->id);
+		piece_end(op); /* on no list now: the peer layer reports it when the link fails */
+		return;
+	}
 	if (!op) {
 		sfail(st, -EPROTO, "reply 0x%04x id %llu matches no request", h->type,
 		      (unsigned long long)h->id);
@@ -356,22 +513,28 @@ static void on_reply(struct tstream *st, const struct pp_hdr *h)
 		struct pp_read_r rr;
 
 		memcpy(&rr, st->fixed, sizeof(rr));
-		if (rr.status == 0 && rr.len != op->len) {
+		if (rr.status == 0 && rr.len != OP_PIECE(op)) {
 			/* Still outstanding: the peer layer reports it when the link fails. */
 			sfail(st, -EPROTO, "read reply of the wrong length");
+			piece_end(op);
 			return;
 		}
 		if (rr.status == 0 && rr.len) {
 			st->rop = op;
-			expect_payload(st, (char *)op->region->addr + op->off, rr.len,
+			expect_payload(st, (char *)op->region->addr + op->off + OP_DONE(op), rr.len,
 				       op->region->huge);
 			return;
 		}
-		peer_x_op_done(op, rr.status);
+		piece_done(st, op, rr.status);
 		return;
 	}
 	memcpy(&m, st->fixed, sizeof(m));
-	peer_x_op_done(op, m.status);
+	if (h->type == PP_NOTIFY_R) {
+		piece_end(op);
+		peer_x_op_done(op, m.status);
+		return;
+	}
+	piece_done(st, op, m.status);
 }
 
 /* A whole fixed part is in st->fixed: act on it. */
@@ -399,6 +562,7 @@ static void on_fixed(struct tstream *st)
 	case PP_WRITE_R:
 	case PP_READ_R:
 	case PP_SEND_R:
+	case PP_NOTIFY_R: /* the tcp transport's own NOTIFYs are for piecewise WRITEs */
 		on_reply(st, &h);
 		return;
 	default:
@@ -414,7 +578,7 @@ static void payload_done(struct tstream *st)
 	expect_hdr(st);
 	if (op) {
 		st->rop = NULL;
-		peer_x_op_done(op, st->pay_err);
+		piece_done(st, op, st->pay_err);
 		st->pay_err = 0;
 		return;
 	}

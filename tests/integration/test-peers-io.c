@@ -32,6 +32,9 @@
  *                              message until stdin closes, then "received=N".
  *   expect-send PEER NAME ERR  an 8-byte rp_send to endpoint NAME on PEER must
  *                              complete with ERR (0 or a negative number).
+ *   put PEER NAME SIZE SEED    write SIZE bytes (RP_NOTIFY, imm SEED) into PEER's
+ *                              export NAME; print "write status=S sum=X".
+ *   With RP_TEST_HUGE set, export, xfer and put use RP_REGION_HUGE regions.
  *   expect-publish export|bind NAME ERR  export a page as NAME, or bind endpoint
  *                              NAME; it must return ERR (0 or a negative number).
  *   recv-free NAME SIZE        bind endpoint NAME with one receive of SIZE; print
@@ -194,6 +197,12 @@ static int export_as(struct rp_region *r, const char *name, unsigned access, con
 	return rp_region_export_acl(r, name, access, &a.acl);
 }
 
+/* RP_TEST_HUGE set: export, xfer and put use RP_REGION_HUGE regions. */
+static unsigned huge_flag(void)
+{
+	return getenv("RP_TEST_HUGE") ? RP_REGION_HUGE : 0;
+}
+
 static int do_export(const char *name, size_t size, int nrecv, const char *spec)
 {
 	struct rp_client *c = conn();
@@ -202,8 +211,9 @@ static int do_export(const char *name, size_t size, int nrecv, const char *spec)
 	struct rp_completion comp;
 	int e, i;
 
-	if ((e = rp_region_alloc(c, pages(size), 0, &r)) < 0 ||
-	    (e = rp_region_alloc(c, pages(size) * (size_t)(nrecv ? nrecv : 1), 0, &m)) < 0 ||
+	if ((e = rp_region_alloc(c, pages(size), huge_flag(), &r)) < 0 ||
+	    (e = rp_region_alloc(c, pages(size) * (size_t)(nrecv ? nrecv : 1), huge_flag(), &m)) <
+		    0 ||
 	    (e = export_as(r, name, RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE, spec)) < 0 ||
 	    (e = rp_endpoint_bind(c, name, &ep)) < 0) {
 		fprintf(stderr, "export: %s\n", rp_strerror(e));
@@ -378,6 +388,27 @@ static int do_send_big(const char *peer, const char *name, size_t size)
 	return 0;
 }
 
+static int do_put(const char *peer, const char *name, size_t size, uint32_t seed)
+{
+	struct rp_client *c = conn();
+	struct rp_region *src;
+	struct rp_remote *rm;
+	int e, st;
+
+	if ((e = rp_region_alloc(c, pages(size), huge_flag(), &src)) < 0 ||
+	    (e = rp_remote_open(c, peer, name, &rm)) < 0) {
+		fprintf(stderr, "put: %s\n", rp_strerror(e));
+		rp_disconnect(c);
+		return 2;
+	}
+	fill(rp_region_ptr(src), size, seed);
+	e = rp_write_imm(c, src, 0, rm, 0, size, 1, RP_NOTIFY, seed);
+	st = e < 0 ? e : wait_op(c, RP_OP_WRITE, 1, 120000);
+	printf("write status=%d sum=%016" PRIx64 "\n", st, fnv1a(rp_region_ptr(src), size));
+	rp_disconnect(c);
+	return st ? 1 : 0;
+}
+
 static int do_xfer(const char *peer, const char *name, size_t size, uint32_t seed)
 {
 	struct rp_client *c = conn();
@@ -387,8 +418,8 @@ static int do_xfer(const char *peer, const char *name, size_t size, uint32_t see
 	int e, st, bad = 0;
 	double t0;
 
-	if ((e = rp_region_alloc(c, pages(size), 0, &src)) < 0 ||
-	    (e = rp_region_alloc(c, pages(size), 0, &back)) < 0) {
+	if ((e = rp_region_alloc(c, pages(size), huge_flag(), &src)) < 0 ||
+	    (e = rp_region_alloc(c, pages(size), huge_flag(), &back)) < 0) {
 		fprintf(stderr, "alloc: %s\n", rp_strerror(e));
 		return 2;
 	}
@@ -839,6 +870,8 @@ int main(int argc, char **argv)
 		return do_hold(argv[2], argv[3]);
 	if (!strcmp(mode, "bind") && argc == 5)
 		return do_bind(argv[2], atoi(argv[3]), argv[4]);
+	if (!strcmp(mode, "put") && argc == 6)
+		return do_put(argv[2], argv[3], parse_size(argv[4]), (uint32_t)atoi(argv[5]));
 	if (!strcmp(mode, "expect-publish") && argc == 5)
 		return do_expect_publish(argv[2], argv[3], atoi(argv[4]));
 	if (!strcmp(mode, "recv-free") && argc == 4)
