@@ -1072,7 +1072,9 @@ int peer_x_rx_end(struct peer_link *l, struct peer_rx *rx, int status)
 	return status;
 }
 
-int peer_x_notify(struct peer_link *l, uint64_t export_id, uint64_t off, uint64_t len, uint32_t imm)
+/* @counted: the data came in-band (tcp) and was counted then. */
+static int notify_in(struct peer_link *l, uint64_t export_id, uint64_t off, uint64_t len,
+		     uint32_t imm, bool counted)
 {
 	struct peer_rx rx = {
 		.kind = PEER_RX_WRITE,
@@ -1087,9 +1089,19 @@ int peer_x_notify(struct peer_link *l, uint64_t export_id, uint64_t off, uint64_
 
 	if (r == 0)
 		r = peer_x_rx_end(l, &rx, 0);
+	if (r == 0 && counted && l->peer) {
+		l->peer->ops_in--;
+		l->peer->bytes_in -= len;
+	}
 	return r;
 }
 
+int peer_x_notify(struct peer_link *l, uint64_t export_id, uint64_t off, uint64_t len, uint32_t imm)
+{
+	return notify_in(l, export_id, off, len, imm, false);
+}
+
+/* A NOTIFY message: after a tcp peer's WRITE that went in pieces. */
 static void on_notify(struct peer_link *l, const struct pp_notify *m)
 {
 	struct pp_status st;
@@ -1097,9 +1109,11 @@ static void on_notify(struct peer_link *l, const struct pp_notify *m)
 	memset(&st, 0, sizeof(st));
 	pp_hdr_init(&st.h, PP_NOTIFY_R, m->h.id);
 	st.status = m->export_inc == l->p->incarnation
-			    ? peer_x_notify(l, m->export_id, m->off, m->len, m->imm)
+			    ? notify_in(l, m->export_id, m->off, m->len, m->imm, true)
 			    : -RP_ESTALE;
-	link_send(l, &st, sizeof(st));
+	/* Its writer waits for the answer: without it, the link must go. */
+	if (link_send(l, &st, sizeof(st)) < 0)
+		link_close(l, -ENOMEM, "cannot queue a notify reply");
 }
 void data_on_ctrl(struct peer_link *l, const void *msg, size_t len)
 {
@@ -1127,7 +1141,7 @@ void data_on_ctrl(struct peer_link *l, const void *msg, size_t len)
 		on_notify(l, &m.nt);
 		return;
 	case PP_NOTIFY_R:
-		return; /* for the verbs transport's own bookkeeping; nothing here */
+		return; /* the tcp transport takes its own; nothing here */
 	case PP_REVOKE:
 		on_revoke(l, &m.rv);
 		return;

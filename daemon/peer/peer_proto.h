@@ -71,7 +71,7 @@ enum pp_type {
 	/* 0x02xx: exports and notifications */
 	PP_LOOKUP = 0x0201,
 	PP_LOOKUP_R = 0x0202,
-	PP_NOTIFY = 0x0203, /* out of band, after a one-sided write (verbs) */
+	PP_NOTIFY = 0x0203, /* after the last piece of a tcp WRITE that went in pieces */
 	PP_NOTIFY_R = 0x0204,
 	PP_REVOKE = 0x0205,   /* exporter: stop using this export, then answer */
 	PP_REVOKE_R = 0x0206, /* importer: nothing of mine can touch it any more */

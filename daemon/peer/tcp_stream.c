@@ -29,14 +29,16 @@
 #define SERVED_MAX (64ull << 20)
 
 /*
- * Bigger WRITEs from memory that may fault, and every bigger READ (the
- * exporter's memory may be hugetlb, and what it copies for one peer is
- * bounded by SERVED_MAX), go as a sequence of requests of at most this
- * much, each sent once the one before was answered: the copy of a WRITE is
- * this big, whatever the op's size, and one copy is reused for each piece.
- * Answering each piece costs a round trip per 16 MiB.
+ * WRITEs from memory that may fault and READs (the exporter's memory may be
+ * hugetlb, and what it copies for one peer is bounded by SERVED_MAX) bigger
+ * than PIECES_FROM go as a sequence of requests of PIECE bytes, each sent
+ * once the one before was answered: the copy of such a WRITE is PIECE
+ * bytes whatever its size (one copy, reused for each piece, held until the
+ * op ends). Smaller ones go whole, as before: a round trip per 16 MiB is
+ * nothing on a LAN, but it would be on a long link.
  */
 #define PIECE (16u << 20)
+#define PIECES_FROM SERVED_MAX
 
 static uint64_t bounce_bytes;
 
@@ -109,7 +111,7 @@ void tstream_bounce_free(void *data)
 /* Does @op go in pieces (PIECE)? */
 static bool piecewise(const struct peer_op *op)
 {
-	return op->len > PIECE &&
+	return op->len > PIECES_FROM &&
 	       (op->kind == PEER_OP_READ || (op->kind == PEER_OP_WRITE && op->region->huge));
 }
 

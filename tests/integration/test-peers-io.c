@@ -32,8 +32,10 @@
  *                              message until stdin closes, then "received=N".
  *   expect-send PEER NAME ERR  an 8-byte rp_send to endpoint NAME on PEER must
  *                              complete with ERR (0 or a negative number).
- *   put PEER NAME SIZE SEED    write SIZE bytes (RP_NOTIFY, imm SEED) into PEER's
- *                              export NAME; print "write status=S sum=X".
+ *   put PEER NAME SIZE SEED [N]  write SIZE bytes (RP_NOTIFY, imm SEED) into
+ *                              PEER's export NAME, N times (default 1, each once
+ *                              the one before is done; the 2nd, 4th... without
+ *                              RP_NOTIFY); print "write status=S times=N sum=X".
  *   With RP_TEST_HUGE set, export, xfer and put use RP_REGION_HUGE regions.
  *   expect-publish export|bind NAME ERR  export a page as NAME, or bind endpoint
  *                              NAME; it must return ERR (0 or a negative number).
@@ -388,12 +390,12 @@ static int do_send_big(const char *peer, const char *name, size_t size)
 	return 0;
 }
 
-static int do_put(const char *peer, const char *name, size_t size, uint32_t seed)
+static int do_put(const char *peer, const char *name, size_t size, uint32_t seed, int times)
 {
 	struct rp_client *c = conn();
 	struct rp_region *src;
 	struct rp_remote *rm;
-	int e, st;
+	int e, st = 0, i;
 
 	if ((e = rp_region_alloc(c, pages(size), huge_flag(), &src)) < 0 ||
 	    (e = rp_remote_open(c, peer, name, &rm)) < 0) {
@@ -402,9 +404,13 @@ static int do_put(const char *peer, const char *name, size_t size, uint32_t seed
 		return 2;
 	}
 	fill(rp_region_ptr(src), size, seed);
-	e = rp_write_imm(c, src, 0, rm, 0, size, 1, RP_NOTIFY, seed);
-	st = e < 0 ? e : wait_op(c, RP_OP_WRITE, 1, 120000);
-	printf("write status=%d sum=%016" PRIx64 "\n", st, fnv1a(rp_region_ptr(src), size));
+	for (i = 0; i < times && !st; i++) {
+		e = rp_write_imm(c, src, 0, rm, 0, size, 1, i % 2 ? 0 : RP_NOTIFY, seed);
+		st = e < 0 ? e : wait_op(c, RP_OP_WRITE, 1, 120000);
+	}
+	printf("write status=%d times=%d sum=%016" PRIx64 "\n", st, i,
+	       fnv1a(rp_region_ptr(src), size));
+	rp_remote_close(rm);
 	rp_disconnect(c);
 	return st ? 1 : 0;
 }
@@ -870,8 +876,9 @@ int main(int argc, char **argv)
 		return do_hold(argv[2], argv[3]);
 	if (!strcmp(mode, "bind") && argc == 5)
 		return do_bind(argv[2], atoi(argv[3]), argv[4]);
-	if (!strcmp(mode, "put") && argc == 6)
-		return do_put(argv[2], argv[3], parse_size(argv[4]), (uint32_t)atoi(argv[5]));
+	if (!strcmp(mode, "put") && (argc == 6 || argc == 7))
+		return do_put(argv[2], argv[3], parse_size(argv[4]), (uint32_t)atoi(argv[5]),
+			      argc == 7 ? atoi(argv[6]) : 1);
 	if (!strcmp(mode, "expect-publish") && argc == 5)
 		return do_expect_publish(argv[2], argv[3], atoi(argv[4]));
 	if (!strcmp(mode, "recv-free") && argc == 4)
