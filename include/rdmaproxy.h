@@ -336,7 +336,8 @@ RP_EXPORT int rp_send(struct rp_client *c, const char *peer, const char *endpoin
 
 /*
  * Reap up to @max completions without blocking. Returns how many were
- * stored (0: none), or -EINVAL. Once rp_fd() has been called, an empty
+ * stored (0: none), -EINVAL, or -EPROTO (a malformed completion from the
+ * daemon: a bug). Once rp_fd() has been called, an empty
  * rp_poll() also asks the daemon to signal rp_fd() when more arrive;
  * without it, nothing is armed (a busy poller costs the daemon no system
  * call per completion). After the daemon went away it returns the
@@ -365,8 +366,9 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
 RP_EXPORT int rp_relax(struct rp_client *c);
 /*
  * Like rp_poll(), but wait up to @timeout_ms (-1: forever) for at least one.
- * Returns the count, 0 on timeout, -EINTR, or -RP_EDAEMON once the daemon
- * is gone and every operation's completion has been returned. How it waits
+ * Returns the count, 0 on timeout, -EINTR, -EINVAL (a timeout below -1, or
+ * as rp_poll()), -EPROTO (as rp_poll()), or -RP_EDAEMON once the daemon is
+ * gone and every operation's completion has been returned. How it waits
  * is the client's wait mode (rp_set_wait_mode()).
  */
 RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max, int timeout_ms);

@@ -6,6 +6,7 @@
 #include "client.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -786,12 +787,20 @@ static void adapt(struct rp_client *c, uint64_t slept)
 		c->spin_ns /= 2;
 }
 
+/* A poll() timeout for @ns still to wait: rounded up, at most INT_MAX. */
+static int wait_ms(uint64_t ns)
+{
+	uint64_t ms = ns / 1000000u + 1;
+
+	return ms < INT_MAX ? (int)ms : INT_MAX;
+}
+
 RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max, int timeout_ms)
 {
-	uint64_t t0, end = 0, slept_at;
+	uint64_t t0, end = 0, slept_at, now;
 	int n, r;
 
-	if (!c || !comps || max <= 0)
+	if (!c || !comps || max <= 0 || timeout_ms < -1)
 		return -EINVAL;
 	n = rp_poll(c, comps, max);
 	if (n != 0 || timeout_ms == 0)
@@ -814,9 +823,11 @@ RP_EXPORT int rp_wait(struct rp_client *c, struct rp_completion *comps, int max,
 		n = arm(c, comps, max);
 		if (n != 0)
 			break;
-		if (end && now_ns(CLOCK_MONOTONIC) >= end)
+		now = now_ns(CLOCK_MONOTONIC);
+		if (end && now >= end)
 			return 0;
-		r = check_fds(c, end ? (int)((end - now_ns(CLOCK_MONOTONIC)) / 1000000u) + 1 : -1);
+		/* One reading of the clock: a second, past @end, would wrap to "forever". */
+		r = check_fds(c, end ? wait_ms(end - now) : -1);
 		/* A hang-up is not the end: what was in flight is reported first. */
 		if (r == -RP_EDAEMON)
 			return poll_dead(c, comps, max);

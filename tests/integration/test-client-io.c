@@ -508,6 +508,13 @@ static void api_errors(struct rp_client *a, struct rp_client *b)
 	check(rp_set_wait_mode(a, 7) == -EINVAL && rp_set_wait_mode(NULL, RP_WAIT_BUSY) == -EINVAL,
 	      "an unknown wait mode, or no client, gives -EINVAL");
 	check(rp_set_wait_mode(a, RP_WAIT_ADAPTIVE) == 0, "the adaptive wait mode is taken");
+	{
+		struct rp_completion cq;
+
+		check(rp_wait(a, &cq, 1, -2) == -EINVAL && rp_wait(a, &cq, 0, 0) == -EINVAL,
+		      "rp_wait: a timeout below -1, or max 0, gives -EINVAL");
+		check(rp_wait(a, &cq, 1, 1) == 0, "rp_wait with nothing in flight: 0 after 1 ms");
+	}
 	st = rp_relax(a);
 	check(rp_relax(NULL) == -EINVAL && (st == 0 || st == 1),
 	      "rp_relax: -EINVAL without a client, else 0 or 1 (yielded: %d)", st);
