@@ -225,8 +225,18 @@ static unsigned pool_threads(void)
 	return n < 1 ? 1 : n > 1024 ? 1024 : (unsigned)n;
 }
 
+/* core_glue_ops.kick: poll @s's ring in the engine's next pass. */
+static void kick_session(struct session *s)
+{
+	struct conn *k = (struct conn *)s;
+
+	if (!k->closing)
+		engine_soon(k->owner->engine, &k->ent);
+}
+
 static const struct core_glue_ops glue_ops = {
 	.send = send_reply,
+	.kick = kick_session,
 	.free = free_session,
 	.offload = offload,
 };
@@ -314,7 +324,7 @@ static void conn_close(struct conn *k, const char *why)
 static void on_sq(uv_poll_t *p, int status, int events)
 {
 	struct conn *k = p->data;
-	uint64_t v;
+	char buf[512];
 
 	if (k->closing)
 		return;
@@ -322,7 +332,8 @@ static void on_sq(uv_poll_t *p, int status, int events)
 		conn_close(k, uv_strerror(status));
 		return;
 	}
-	if (read(k->s.rings.sq_efd, &v, sizeof(v)) < 0) {
+	/* Our own end, non-blocking whatever the client does to its own. */
+	if (read(k->s.rings.sq_bell, buf, sizeof(buf)) < 0) {
 		/* EAGAIN: already drained. */
 	}
 	engine_kick(k->owner->engine, &k->ent);
@@ -330,7 +341,7 @@ static void on_sq(uv_poll_t *p, int status, int events)
 
 static int start_sq(struct conn *k)
 {
-	int r = uv_poll_init(k->owner->loop, &k->sq_poll, k->s.rings.sq_efd);
+	int r = uv_poll_init(k->owner->loop, &k->sq_poll, k->s.rings.sq_bell);
 
 	if (r < 0)
 		return r;

@@ -53,7 +53,7 @@
 /*
  * An idle spin hands the loop to libuv (one epoll_wait(0)) once per this
  * long: a session not polled here (quiet for a whole spin, so armed) rings
- * its eventfd when it submits again, and only libuv sees that.
+ * its doorbell when it submits again, and only libuv sees that.
  */
 #define LOOK_NS 10000u
 /*
@@ -238,6 +238,13 @@ void engine_kick(struct engine *e, struct engine_ent *ent)
 	woken(e);
 	hot_link(e, ent);
 	run(e);
+}
+
+void engine_soon(struct engine *e, struct engine_ent *ent)
+{
+	woken(e);
+	hot_link(e, ent);
+	uv_idle_start(&e->idle, on_idle);
 }
 
 void engine_net(struct engine *e)

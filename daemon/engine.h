@@ -44,8 +44,10 @@ struct engine_stats {
 
 int engine_new(uv_loop_t *loop, struct core *core, struct rdev *rdev, struct vlocal *vlocal,
 	       struct evloop *ev, const struct engine_ops *ops, struct engine **ret);
-/* @ent's doorbell rang (its eventfd is drained by the caller): poll it, run now. */
+/* @ent's doorbell rang (drained by the caller): poll it, run now. */
 void engine_kick(struct engine *e, struct engine_ent *ent);
+/* Poll @ent in the next pass, from the loop (not from inside this call). */
+void engine_soon(struct engine *e, struct engine_ent *ent);
 /*
  * Bytes came from a tcp peer: spin (looking at the sockets often) for the
  * current idle spin, since more traffic is likely microseconds away. NULL: no-op.

@@ -93,8 +93,11 @@ _Static_assert(sizeof(struct rp_hello) == 16, "rp_hello");
  * Reply to HELLO. On a version mismatch the status is -EPROTONOSUPPORT and
  * version_min/version_max say what the daemon speaks. On success the reply
  * carries three fds (SCM_RIGHTS), in this order: the sealed memfd holding
- * the rings (rp-ring.h, ring_size bytes), the submission doorbell eventfd
- * (client writes) and the completion doorbell eventfd (daemon writes).
+ * the rings (rp-ring.h, ring_size bytes), the submission doorbell (client
+ * writes 8 bytes) and the completion doorbell (client reads; the daemon
+ * writes 8 bytes). Earlier daemons sent eventfds; now these are the
+ * client's ends of two pipes (write, read), whose other ends only the
+ * daemon holds: reading and writing 8 bytes suits both.
  * Other refusals: -EACCES (user not allowed), -RP_ELIMIT_CONN.
  */
 struct rp_hello_reply {

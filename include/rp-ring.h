@@ -30,7 +30,7 @@
  *
  * Wake-ups: a side about to sleep sets its NEED_WAKEUP flag, issues a full
  * fence and re-checks the ring; the other side, after publishing, issues a
- * full fence and rings the eventfd only if the flag is set.
+ * full fence and rings the doorbell only if the flag is set.
  */
 #ifndef RP_RING_H
 #define RP_RING_H
@@ -48,7 +48,7 @@
 #define RP_RING_CQ_ENTRIES 1024
 
 /* rp_ring_ctl.flags */
-#define RP_RING_NEED_WAKEUP 0x1u /* the consumer sleeps: ring its eventfd */
+#define RP_RING_NEED_WAKEUP 0x1u /* the consumer sleeps: ring its doorbell */
 #define RP_RING_STALLED 0x2u	 /* SQ only: the daemon waits for completion space */
 
 /* rp_ring_info.cpus */

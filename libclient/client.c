@@ -45,7 +45,7 @@ RP_EXPORT int rp_connect(const char *path, struct rp_client **ret)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->sq_efd = c->cq_efd = c->ep_fd = -1;
+	c->sq_bell = c->cq_bell = c->ep_fd = -1;
 	client_wait_init(c);
 	r = conn_open(&c->conn, path, fds);
 	if (r < 0) {
@@ -54,8 +54,8 @@ RP_EXPORT int rp_connect(const char *path, struct rp_client **ret)
 	}
 	r = map_rings(c, fds);
 	close(fds[0]);
-	c->sq_efd = fds[1];
-	c->cq_efd = fds[2];
+	c->sq_bell = fds[1];
+	c->cq_bell = fds[2];
 	if (r == 0)
 		r = client_poll_set(c);
 	if (r < 0) {
@@ -104,10 +104,10 @@ RP_EXPORT void rp_disconnect(struct rp_client *c)
 	}
 	if (c->ring_base)
 		munmap(c->ring_base, c->ring_size);
-	if (c->sq_efd >= 0)
-		close(c->sq_efd);
-	if (c->cq_efd >= 0)
-		close(c->cq_efd);
+	if (c->sq_bell >= 0)
+		close(c->sq_bell);
+	if (c->cq_bell >= 0)
+		close(c->cq_bell);
 	if (c->ep_fd >= 0)
 		close(c->ep_fd);
 	ops_release(c);

@@ -60,8 +60,8 @@ struct rp_client {
 	void *ring_base;
 	size_t ring_size;
 	struct rp_ring_view v;
-	int sq_efd, cq_efd;
-	int ep_fd;	  /* rp_fd(): epoll of cq_efd and the socket (its hang-up) */
+	int sq_bell, cq_bell;
+	int ep_fd;	  /* rp_fd(): epoll of cq_bell and the socket (its hang-up) */
 	uint32_t sq_tail; /* private producer index */
 	uint32_t sq_cons; /* the daemon's consumer index as last read (ring.c: client_submit) */
 	uint32_t cq_head; /* private consumer index */

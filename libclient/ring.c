@@ -141,12 +141,12 @@ static uint64_t now_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void ring_doorbell(int efd)
+static void ring_doorbell(int bell)
 {
 	uint64_t one = 1;
 
-	/* EAGAIN means the counter is saturated: the daemon is awake anyway. */
-	if (write(efd, &one, sizeof(one)) < 0) {
+	/* EAGAIN: the pipe is full, so the daemon has a wake-up pending. */
+	if (write(bell, &one, sizeof(one)) < 0) {
 	}
 }
 
@@ -199,7 +199,7 @@ int client_poll_set(struct rp_client *c)
 	c->ep_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (c->ep_fd < 0)
 		return -errno;
-	if (epoll_ctl(c->ep_fd, EPOLL_CTL_ADD, c->cq_efd, &ev) < 0)
+	if (epoll_ctl(c->ep_fd, EPOLL_CTL_ADD, c->cq_bell, &ev) < 0)
 		return -errno;
 	/* No events asked: only the hang-up (and errors) of the daemon's socket wake it. */
 	ev.events = 0;
@@ -244,7 +244,7 @@ int client_submit(struct rp_client *c, const struct rp_sqe *q)
 	c->resume_end_ns = 0; /* the next step is another task's (RELAX_RESUME_MIN_NS) */
 	rp_ring_store(&c->v.sq->producer, c->sq_tail);
 	if (rp_ring_take_wakeup(c->v.sq, RP_RING_NEED_WAKEUP))
-		ring_doorbell(c->sq_efd);
+		ring_doorbell(c->sq_bell);
 	return 0;
 }
 
@@ -447,7 +447,7 @@ static int reap(struct rp_client *c, struct rp_completion *comps, int max)
 		rp_ring_store(&c->v.cq->consumer, c->cq_head);
 		/* The daemon may be waiting for this space. */
 		if (rp_ring_take_wakeup(c->v.sq, RP_RING_STALLED))
-			ring_doorbell(c->sq_efd);
+			ring_doorbell(c->sq_bell);
 	}
 	return n ? n : err;
 }
@@ -470,7 +470,7 @@ static int poll_dead(struct rp_client *c, struct rp_completion *comps, int max)
 static int check_fds(struct rp_client *c, int timeout_ms)
 {
 	struct pollfd p[2] = {
-		{ .fd = c->cq_efd, .events = POLLIN },
+		{ .fd = c->cq_bell, .events = POLLIN },
 		{ .fd = c->conn.fd, .events = 0 },
 	};
 	uint64_t v;
@@ -479,7 +479,7 @@ static int check_fds(struct rp_client *c, int timeout_ms)
 	if (n < 0)
 		return -errno;
 	if (p[0].revents & POLLIN) {
-		if (read(c->cq_efd, &v, sizeof(v)) < 0) {
+		if (read(c->cq_bell, &v, sizeof(v)) < 0) {
 			/* EAGAIN: someone else drained it. */
 		}
 	}
@@ -493,9 +493,9 @@ static int check_fds(struct rp_client *c, int timeout_ms)
 /*
  * Ask the daemon to ring the completion doorbell, then look again: a
  * completion may have raced the flag. While the flag is still armed the
- * daemon has not rung since the last arming, so the eventfd is quiet and
+ * daemon has not rung since the last arming, so the doorbell is quiet and
  * nothing needs doing (no system call); only after the daemon used the
- * arming is the eventfd drained and the flag set again.
+ * arming is the doorbell drained and the flag set again.
  */
 static void arm_flag(struct rp_client *c)
 {
@@ -503,7 +503,7 @@ static void arm_flag(struct rp_client *c)
 
 	if (atomic_load_explicit(&c->v.cq->flags, memory_order_acquire) & RP_RING_NEED_WAKEUP)
 		return;
-	if (read(c->cq_efd, &v, sizeof(v)) < 0) {
+	if (read(c->cq_bell, &v, sizeof(v)) < 0) {
 		/* EAGAIN: the daemon had not rung. */
 	}
 	rp_ring_arm(c->v.cq, RP_RING_NEED_WAKEUP);
@@ -545,7 +545,7 @@ RP_EXPORT int rp_poll(struct rp_client *c, struct rp_completion *comps, int max)
 	/*
 	 * Only an application that sleeps on rp_fd() needs the doorbell armed
 	 * here; one that polls or uses rp_wait() arms it just before sleeping,
-	 * so a busy poller costs the daemon no eventfd write per completion.
+	 * so a busy poller costs the daemon no doorbell write per completion.
 	 */
 	if (c->fd_user)
 		n = arm(c, comps, max);

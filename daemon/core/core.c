@@ -345,7 +345,8 @@ void session_init(struct core *c, struct session *s, const struct ucred *cred)
 {
 	s->core = c;
 	s->cred = *cred;
-	s->rings.memfd = s->rings.sq_efd = s->rings.cq_efd = -1;
+	s->rings.memfd = s->rings.sq_bell = s->rings.cq_bell = -1;
+	s->rings.sq_client = s->rings.cq_client = -1;
 	s->id = c->next_id++;
 	s->next = c->sessions;
 	if (c->sessions)

@@ -54,6 +54,12 @@ struct core_job;
 struct core_glue_ops {
 	/* Send one reply packet on @s's socket, with @nfds fds. 0 or -errno. */
 	int (*send)(struct session *s, const void *buf, size_t len, const int *fds, int nfds);
+	/*
+	 * @s has submissions to look at again (a stalled ring whose client has
+	 * nothing to reap): have its ring polled soon, not from inside this
+	 * call. NULL: nothing (tests that run rings by hand).
+	 */
+	void (*kick)(struct session *s);
 	/* The glue released @s and no operation refers to it any more: free it. */
 	void (*free)(struct session *s);
 	/*
@@ -182,7 +188,14 @@ struct rings {
 	void *base;
 	size_t size;
 	struct rp_ring_view v;
-	int memfd, sq_efd, cq_efd;
+	/*
+	 * Doorbells: pipes. The daemon keeps the SQ's read end (sq_bell) and the
+	 * CQ's write end (cq_bell); the client gets the other ends (sq_client,
+	 * cq_client) at HELLO. Not eventfds: an eventfd has one open file
+	 * description for both sides, and a client that cleared its O_NONBLOCK
+	 * and filled the counter made the daemon's write(2) block its loop.
+	 */
+	int memfd, sq_bell, cq_bell, sq_client, cq_client;
 	uint32_t sq_head;     /* daemon's private consumer index */
 	uint32_t cq_tail;     /* daemon's private producer index */
 	uint32_t cq_cons;     /* the client's consumer index as last read (xfer_reserve) */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A session's rings (rp-ring.h): the shared memory the client submits into
- * and reaps from, its two eventfd doorbells, and the completion slots. Every
+ * and reaps from, its two doorbells (pipes), and the completion slots. Every
  * accepted submission first reserves a completion slot, so the completion
  * ring can never overflow; notifications and receive completions for other
  * sessions reserve a slot there or fail the operation.
@@ -13,9 +13,27 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+/*
+ * A doorbell: a pipe, its ends non-blocking, each its own open file
+ * description (the client cannot change the daemon's end). One page holds
+ * 512 rings; a full pipe means a wake-up is pending anyway.
+ */
+static int bell_new(int *rd, int *wr)
+{
+	int p[2];
+
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -errno;
+	if (fcntl(p[1], F_SETPIPE_SZ, (int)sysconf(_SC_PAGESIZE)) < 0) {
+		/* Kept at its default size: only the per-user pipe accounting differs. */
+	}
+	*rd = p[0];
+	*wr = p[1];
+	return 0;
+}
 
 int rings_new(struct rings *r)
 {
@@ -44,9 +62,7 @@ int rings_new(struct rings *r)
 	r->v.info->size = size;
 	/* The daemon starts asleep: the first submission must ring. */
 	rp_ring_arm(r->v.sq, RP_RING_NEED_WAKEUP);
-	r->sq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	r->cq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (r->sq_efd < 0 || r->cq_efd < 0)
+	if (bell_new(&r->sq_bell, &r->sq_client) < 0 || bell_new(&r->cq_client, &r->cq_bell) < 0)
 		goto out_errno;
 	return 0;
 
@@ -69,8 +85,10 @@ void rings_free(struct rings *r)
 		munmap(r->base, r->size);
 	r->base = NULL;
 	close_fd(&r->memfd);
-	close_fd(&r->sq_efd);
-	close_fd(&r->cq_efd);
+	close_fd(&r->sq_bell);
+	close_fd(&r->cq_bell);
+	close_fd(&r->sq_client);
+	close_fd(&r->cq_client);
 }
 
 int xfer_reserve(struct session *s)
@@ -104,13 +122,13 @@ void xfer_release(struct session *s)
 		s->rings.cq_reserved--;
 }
 
-/* Ring eventfd doorbell @efd. */
-static void ring(int efd)
+/* Ring the client's completion doorbell (8 bytes, as an eventfd took: clients read 8). */
+static void ring(int bell)
 {
 	uint64_t one = 1;
 
-	if (write(efd, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is saturated, so the other side looks anyway. */
+	if (write(bell, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the pipe is full, so the client has a wake-up pending. */
 	}
 }
 
@@ -123,8 +141,9 @@ void xfer_give_back(struct session *s)
 	 * No entry comes of it, so the client has nothing to reap, and a reap
 	 * is what rings a stalled ring's doorbell: ring it for the client.
 	 */
-	if (!s->dead && r->base && rp_ring_take_wakeup(r->v.sq, RP_RING_STALLED))
-		ring(r->sq_efd);
+	if (!s->dead && r->base && rp_ring_take_wakeup(r->v.sq, RP_RING_STALLED) &&
+	    s->core->glue->kick)
+		s->core->glue->kick(s);
 }
 
 /* Make the completions written so far visible, and ring if the client sleeps. */
@@ -140,7 +159,7 @@ static void publish(struct session *s)
 	stats_totals.client_doorbells++;
 	/* The sleeper reads what its wake-up cost (rp-ring.h); a vDSO read next to a write(2). */
 	atomic_store_explicit(&r->v.cq->rung_ns, mono_ns(), memory_order_release);
-	ring(r->cq_efd);
+	ring(r->cq_bell);
 }
 
 void xfer_complete(struct session *s, const struct rp_cqe *cqe)

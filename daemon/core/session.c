@@ -101,12 +101,15 @@ static int handle_hello(struct session *s, const struct rp_hdr *h, const struct 
 	rep.cq_entries = s->rings.v.cq_entries;
 	rep.ring_size = s->rings.size;
 	fds[0] = s->rings.memfd;
-	fds[1] = s->rings.sq_efd;
-	fds[2] = s->rings.cq_efd;
+	fds[1] = s->rings.sq_client;
+	fds[2] = s->rings.cq_client;
 	status = session_reply(s, h, 0, &rep, sizeof(rep), fds, RP_HELLO_FDS);
-	/* The client holds the ring memfd now; our mapping keeps the memory. */
+	/* The client holds the ring memfd and its doorbell ends now; our mapping keeps the memory.
+	 */
 	close(s->rings.memfd);
-	s->rings.memfd = -1;
+	close(s->rings.sq_client);
+	close(s->rings.cq_client);
+	s->rings.memfd = s->rings.sq_client = s->rings.cq_client = -1;
 	/* Routine (a metrics scrape is a client): debug, like its disconnection. */
 	log_debug("client %u connected: pid %d uid %d (%s)", s->id, (int)s->cred.pid,
 		  (int)s->cred.uid, s->comm);

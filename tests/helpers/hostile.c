@@ -23,6 +23,10 @@
  *                            unexport it and print "unexported landed=N"
  *                            (bytes that are no longer zero when it returned);
  *                            at the next line print "later=N"
+ *   hostile bellblock        make its doorbell ends blocking, fill its
+ *                            completion doorbell, ask to be woken, submit
+ *                            ops that fail at once; print "attacked", hold
+ *                            until stdin closes (the daemon must not block)
  *   hostile hold N           open N connections, never say HELLO, print
  *                            "holding"; for each line on stdin print how many
  *                            the daemon keeps; hold until stdin closes
@@ -87,12 +91,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rdmaproxy.h"
 #include "rp-proto.h"
+#include "rp-ring.h"
 
 #define HUGE (2u << 20)
 #define BIGEXPORT_OPENS 4
@@ -457,9 +463,11 @@ static int raw_send(int fd, uint16_t type, const void *body, size_t len, int pas
 	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-/* A raw connection past HELLO (the ring fds of the reply are closed). */
-/* A raw connection of protocol @version to the daemon at @path, its HELLO answered. */
-static int raw_hello_at(const char *path, uint16_t version)
+/*
+ * A raw connection of protocol @version to the daemon at @path, its HELLO
+ * answered: the reply's fds (ring memfd, doorbells) in @keep, or closed.
+ */
+static int raw_hello_fds(const char *path, uint16_t version, int keep[RP_HELLO_FDS])
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct rp_hello h = { .magic = RP_PROTO_MAGIC, .version_min = 1, .version_max = version };
@@ -484,15 +492,88 @@ static int raw_hello_at(const char *path, uint16_t version)
 	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
 		int *fds = (int *)CMSG_DATA(cm), i;
 
-		for (i = 0; i < (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int)); i++)
-			close(fds[i]);
+		for (i = 0; i < (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int)); i++) {
+			if (keep && i < RP_HELLO_FDS)
+				keep[i] = fds[i];
+			else
+				close(fds[i]);
+		}
 	}
 	return fd;
+}
+
+/* A raw connection past HELLO (the ring fds of the reply are closed). */
+static int raw_hello_at(const char *path, uint16_t version)
+{
+	return raw_hello_fds(path, version, NULL);
 }
 
 static int raw_hello(void)
 {
 	return raw_hello_at(getenv("RDMAPROXY_SOCKET"), 1);
+}
+
+/*
+ * What a client can do to the doorbells the daemon shares with it. With
+ * eventfds (one open file description for both sides) it cleared the
+ * description's O_NONBLOCK and filled the counter, and the daemon's next
+ * write(2) of its completion doorbell blocked the daemon's loop for good.
+ * Here: make both of its ends blocking, write 0xfffffffffffffffe into the
+ * completion doorbell, ask to be woken and submit ops that fail at once
+ * (a region that does not exist), ringing the submission doorbell; print
+ * what each step got and "attacked", then hold until stdin closes.
+ */
+static int bellblock(void)
+{
+	int fds[RP_HELLO_FDS] = { -1, -1, -1 }, raw, i, spins;
+	uint64_t max = 0xfffffffffffffffeull;
+	struct rp_ring_view v;
+	struct stat st;
+	void *base;
+	char line[16];
+
+	raw = raw_hello_fds(getenv("RDMAPROXY_SOCKET"), 1, fds);
+	if (raw < 0 || fds[2] < 0 || fstat(fds[0], &st) < 0)
+		return 2;
+	base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (base == MAP_FAILED || rp_ring_view_init(&v, base, (size_t)st.st_size,
+						    RP_RING_SQ_ENTRIES, RP_RING_CQ_ENTRIES) < 0)
+		return 2;
+	printf("blocking=%d\n",
+	       fcntl(fds[1], F_SETFL, 0) == 0 && fcntl(fds[2], F_SETFL, 0) == 0 ? 1 : -errno);
+	printf("cq_fill=%d\n", write(fds[2], &max, sizeof(max)) == sizeof(max) ? 1 : -errno);
+	fflush(stdout);
+	for (i = 0; i < 64; i++) {
+		uint32_t tail = rp_ring_load(&v.sq->producer);
+		struct rp_sqe *e = &v.sqes[tail & (v.sq_entries - 1)];
+		uint64_t one = 1;
+
+		memset(e, 0, sizeof(*e));
+		e->opcode = RP_SQE_WRITE;
+		e->region = 999;
+		e->cookie = (uint64_t)i + 1;
+		e->len = 8;
+		rp_ring_arm(v.cq, RP_RING_NEED_WAKEUP);
+		rp_ring_store(&v.sq->producer, tail + 1);
+		if (rp_ring_take_wakeup(v.sq, RP_RING_NEED_WAKEUP) &&
+		    write(fds[1], &one, sizeof(one)) < 0) {
+			/* A full pipe: the daemon has a wake-up pending. */
+		}
+		/* Let the daemon take it and ring: a full ring would stall it instead. */
+		for (spins = 0; rp_ring_load(&v.sq->consumer) != tail + 1 && spins < 2000; spins++)
+			usleep(1000);
+		if (spins == 2000) {
+			printf("stuck=%d\n", i); /* the daemon took no more: blocked? */
+			break;
+		}
+		rp_ring_store(&v.cq->consumer, rp_ring_load(&v.cq->producer));
+	}
+	printf("attacked\n");
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin))
+		;
+	close(raw);
+	return 0;
 }
 
 /* A client with a 4 KiB region and a handle to its own export of another. */
@@ -895,6 +976,8 @@ int main(int argc, char **argv)
 		return exports(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "notifyfull"))
 		return notifyfull(atoi(argv[2]));
+	if (argc == 2 && !strcmp(argv[1], "bellblock"))
+		return bellblock();
 	if (argc == 2 && !strcmp(argv[1], "regs"))
 		return regs();
 	if ((argc == 4 || (argc == 5 && !strcmp(argv[4], "free"))) && !strcmp(argv[1], "regflood"))

@@ -31,6 +31,22 @@ grep -q '^failed_but_landed=0$' "$T_DIR/nf.out" && grep -q '^other=0$' "$T_DIR/n
 ok $? "notify into a full completion ring: refused writes did not land"
 diag "$T_DIR/nf.out"
 
+# --- a client's doorbells: nothing it does to its ends blocks the daemon ------
+# With eventfds shared with the daemon, this client cleared O_NONBLOCK, filled
+# the completion counter, and the daemon's next doorbell write blocked its loop.
+mkfifo "$T_DIR/bell"
+"$H" bellblock <"$T_DIR/bell" >"$T_DIR/bell.out" 2>&1 &
+bell=$!
+exec {bell_fd}>"$T_DIR/bell"
+wait_for 60 grep -q '^attacked' "$T_DIR/bell.out"
+r=$?
+diag "$T_DIR/bell.out"
+[ $r -eq 0 ] && ! grep -q '^stuck=' "$T_DIR/bell.out" &&
+	timeout 10 "$HELPERS/rp-probe" "$SOCK" status >/dev/null
+ok $? "a client that makes its doorbells blocking and fills them: 64 of its ops answered, others served"
+exec {bell_fd}>&-
+wait "$bell"
+
 # --- connections that never say HELLO --------------------------------------------
 nfds() { ls "/proc/$PID/fd" | wc -l; }
 fds_at_most() { [ "$(nfds)" -le "$1" ]; }

@@ -79,13 +79,20 @@ static void th_offload(struct core_job *j)
 	t->jobs[t->n_jobs++] = j;
 }
 
+static void th_kick(struct session *s)
+{
+	((struct th_session *)s)->kicks++;
+}
+
 static const struct core_glue_ops th_glue = {
 	.send = th_send,
+	.kick = th_kick,
 	.free = th_free,
 };
 
 static const struct core_glue_ops th_glue_deferred = {
 	.send = th_send,
+	.kick = th_kick,
 	.free = th_free,
 	.offload = th_offload,
 };

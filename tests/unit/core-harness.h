@@ -44,6 +44,7 @@ struct th_session {
 	struct th *th;
 	int send_err;	    /* the send hook fails with this (0: it succeeds) */
 	unsigned n_replies; /* replies delivered */
+	unsigned kicks;	    /* the glue's kick hook for it (a stalled ring to look at again) */
 	_Alignas(8) char reply[RP_PROTO_MSG_MAX]; /* the last one */
 	size_t reply_len;
 	int fds[RP_HELLO_FDS]; /* fds of the last reply that carried some, as received */

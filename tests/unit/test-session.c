@@ -204,17 +204,14 @@ static void test_hello_versions(void)
 	th_session_close(ts);
 }
 
-static bool is_eventfd(int fd)
+/* A pipe end, open for @mode (O_RDONLY, O_WRONLY) and non-blocking. */
+static bool is_pipe_end(int fd, int mode)
 {
-	char path[64], link[64];
-	ssize_t n;
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return false;
-	link[n] = '\0';
-	return !strcmp(link, "anon_inode:[eventfd]");
+	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && fl >= 0 && (fl & O_ACCMODE) == mode &&
+	       (fl & O_NONBLOCK);
 }
 
 static void test_hello_fds(void)
@@ -234,10 +231,27 @@ static void test_hello_fds(void)
 	tap_ok(seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) ==
 				     (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
 	       "sealed against resizing and further seals");
-	tap_ok(is_eventfd(ts->fds[1]) && is_eventfd(ts->fds[2]),
-	       "the other two are the doorbell eventfds");
+	tap_ok(is_pipe_end(ts->fds[1], O_WRONLY) && is_pipe_end(ts->fds[2], O_RDONLY),
+	       "the other two are doorbell pipe ends: the SQ's to write, the CQ's to read");
 	tap_ok(ts->fds[1] != ts->fds[2], "two distinct doorbells");
-	tap_is_int(ts->s.rings.memfd, -1, "the daemon no longer holds the ring memfd");
+	tap_ok(ts->s.rings.memfd == -1 && ts->s.rings.sq_client == -1 &&
+		       ts->s.rings.cq_client == -1,
+	       "the daemon no longer holds the ring memfd nor the client's doorbell ends");
+	{
+		uint64_t one = 1, v = 0;
+		int fl = fcntl(ts->fds[2], F_GETFL);
+
+		/* What a hostile client did to an eventfd it shared with the daemon. */
+		fcntl(ts->fds[2], F_SETFL, fl & ~O_NONBLOCK);
+		tap_ok(write(ts->fds[2], &one, sizeof(one)) < 0 &&
+			       (fcntl(ts->s.rings.cq_bell, F_GETFL) & O_NONBLOCK),
+		       "the client cannot write its completion doorbell, nor make the daemon's "
+		       "end blocking");
+		fcntl(ts->fds[2], F_SETFL, fl);
+		tap_ok(write(ts->fds[1], &one, sizeof(one)) == sizeof(one) &&
+			       read(ts->s.rings.sq_bell, &v, sizeof(v)) == sizeof(v) && v == 1,
+		       "its submission doorbell reaches the daemon's end");
+	}
 	tap_ok(rep->magic == RP_PROTO_MAGIC && rep->client_id == ts->s.id &&
 		       !strcmp(rep->node_name, TH_NODE) && rep->transport == RP_WIRE_TRANSPORT_TCP,
 	       "magic, client id, node name and transport");

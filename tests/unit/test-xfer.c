@@ -272,9 +272,8 @@ static void test_stall_give_back(void)
 	struct export *e = export_find(t.core, "b.rw");
 	struct session *held[RP_RING_CQ_ENTRIES];
 	struct region *rid[RP_RING_CQ_ENTRIES];
-	unsigned i, n = 0;
+	unsigned i, n = 0, kicks;
 	uint32_t hb = 0;
-	uint64_t v = 0;
 
 	th_remote_open(b, "", "b.rw", &hb);
 	while (n < RP_RING_CQ_ENTRIES && notify_hold(e, &held[n], &rid[n]) == 0)
@@ -283,12 +282,10 @@ static void test_stall_give_back(void)
 		   "every completion slot of B held for a notification");
 	sub(b, sqe(RP_SQE_WRITE, rb, 0, hb, 0, 8));
 	tap_is_int(th_run(b), XFER_STALLED, "B's own WRITE stalls: no completion space");
-	while (read(b->s.rings.sq_efd, &v, sizeof(v)) > 0)
-		;
+	kicks = b->kicks;
 	notify_finish(held[0], rid[0], 0, 0, 0, -EIO);
-	tap_ok(read(b->s.rings.sq_efd, &v, sizeof(v)) == sizeof(v) &&
-		       !(rp_ring_load(&b->ring.v.sq->flags) & RP_RING_STALLED),
-	       "a slot given back without an entry rings B's submission doorbell");
+	tap_ok(b->kicks == kicks + 1 && !(rp_ring_load(&b->ring.v.sq->flags) & RP_RING_STALLED),
+	       "a slot given back without an entry has B's ring looked at again (kick)");
 	tap_is_int(th_run(b), XFER_EMPTY, "and B's WRITE runs");
 	for (i = 1; i < n; i++)
 		notify_finish(held[i], rid[i], 0, 0, 0, -EIO);
