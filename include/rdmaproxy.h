@@ -201,7 +201,9 @@ RP_EXPORT int rp_region_alloc(struct rp_client *c, size_t len, unsigned flags,
  * so when the message ends, and its SEND with -RP_ENORECV), and a write into it that
  * ends after the free brings no RP_OP_NOTIFY. The daemon gives the id to
  * a new region only once completions written before the free are reaped
- * (a client with all 65535 ids in use or so held gets the oldest back).
+ * (a client with all 65535 ids in use or so held gets the oldest back),
+ * nor before the daemon has taken the operations submitted before the free
+ * (those that use the region then complete with -RP_EBADHANDLE).
  * Otherwise it returns once the daemon has deregistered and unmapped it
  * (its bytes count against the user's limits until then).
  * Returns 0, -EINVAL, or -RP_EDAEMON (the handle is freed regardless).
@@ -257,7 +259,12 @@ RP_EXPORT int rp_remote_open(struct rp_client *c, const char *peer, const char *
 RP_EXPORT size_t rp_remote_len(const struct rp_remote *rm);
 /* The access the export grants (RP_ACCESS_*). */
 RP_EXPORT unsigned rp_remote_access(const struct rp_remote *rm);
-/* Close a remote handle. Returns 0 or -RP_EDAEMON (freed regardless). */
+/*
+ * Close a remote handle. Operations on it submitted before, that the daemon
+ * had not taken from the submission ring yet, complete with -RP_EBADHANDLE
+ * (its id is not given to another handle before they are taken).
+ * Returns 0, -EINVAL or -RP_EDAEMON (freed regardless).
+ */
 RP_EXPORT int rp_remote_close(struct rp_remote *rm);
 
 /*
@@ -309,8 +316,9 @@ RP_EXPORT int rp_endpoint_bind_acl(struct rp_client *c, const char *name,
 				   const struct rp_export_acl *acl, struct rp_endpoint **ret);
 /*
  * Unbind; posted receives complete with -ECANCELED, except one a message
- * is already arriving into, which completes when it has arrived. Returns 0
- * or -RP_EDAEMON.
+ * is already arriving into, which completes when it has arrived; receives
+ * still in the submission ring complete with -RP_EBADHANDLE. Returns 0,
+ * -EINVAL or -RP_EDAEMON.
  */
 RP_EXPORT int rp_endpoint_unbind(struct rp_endpoint *ep);
 /*

@@ -82,13 +82,51 @@ void *idtab_del(struct idtab *t, uint32_t id)
 	return p;
 }
 
+void idtab_hold(struct idtab *t, uint32_t id, uint32_t cq_pos, uint32_t sq_pos)
+{
+	struct idtab_held *v;
+	uint32_t cap, i;
+
+	if (t->held_n == t->held_cap) {
+		cap = t->held_cap ? t->held_cap * 2 : 16;
+		v = malloc(sizeof(*v) * cap);
+		if (!v) {
+			idtab_release(t, id); /* reused at once, as before there was a hold */
+			return;
+		}
+		for (i = 0; i < t->held_n; i++)
+			v[i] = t->held[(t->held_head + i) % t->held_cap];
+		free(t->held);
+		t->held = v;
+		t->held_cap = cap;
+		t->held_head = 0;
+	}
+	v = &t->held[(t->held_head + t->held_n) % t->held_cap];
+	*v = (struct idtab_held){ .id = id, .cq_pos = cq_pos, .sq_pos = sq_pos };
+	t->held_n++;
+}
+
+void idtab_unhold(struct idtab *t, uint32_t cq_cons, uint32_t sq_cons, uint32_t max, bool all)
+{
+	const struct idtab_held *h;
+
+	while (t->held_n) {
+		h = &t->held[t->held_head];
+		if (!all &&
+		    ((int32_t)(cq_cons - h->cq_pos) < 0 || (int32_t)(sq_cons - h->sq_pos) < 0) &&
+		    (t->free || t->n < max))
+			break;
+		idtab_release(t, h->id);
+		t->held_head = (t->held_head + 1) % t->held_cap;
+		t->held_n--;
+	}
+}
+
 void idtab_free(struct idtab *t)
 {
 	free(t->v);
-	t->v = NULL;
-	t->n = 0;
-	t->used = 0;
-	t->free = 0;
+	free(t->held);
+	memset(t, 0, sizeof(*t));
 }
 
 struct u64map_ent {

@@ -155,6 +155,14 @@ struct idtab {
 	uint32_t n;    /* slots */
 	uint32_t used; /* slots holding a pointer */
 	uint32_t free; /* id of the first free slot, 0: none */
+	/*
+	 * Ids taken (idtab_take()) and held back from reuse, oldest first, each
+	 * until the client's rings have moved past two indexes (idtab_hold()).
+	 */
+	struct idtab_held {
+		uint32_t id, cq_pos, sq_pos;
+	} * held;
+	uint32_t held_head, held_n, held_cap;
 };
 
 int idtab_add(struct idtab *t, void *p, uint32_t max, uint32_t *ret_id);
@@ -163,6 +171,17 @@ void *idtab_del(struct idtab *t, uint32_t id);
 /* As idtab_del(), but the id is not handed out again until idtab_release(). */
 void *idtab_take(struct idtab *t, uint32_t id);
 void idtab_release(struct idtab *t, uint32_t id);
+/*
+ * Release @id (taken) once idtab_unhold() sees the completion ring's
+ * consumer reach @cq_pos and the daemon's submission consumer reach @sq_pos
+ * (with no memory to remember it: at once).
+ */
+void idtab_hold(struct idtab *t, uint32_t id, uint32_t cq_pos, uint32_t sq_pos);
+/*
+ * Release the held ids the rings passed (@cq_cons, @sq_cons), oldest first;
+ * with @all, or with no free id left below @max, the oldest regardless.
+ */
+void idtab_unhold(struct idtab *t, uint32_t cq_cons, uint32_t sq_cons, uint32_t max, bool all);
 void idtab_free(struct idtab *t);
 
 /* Slot @i (id i + 1) of @t: its pointer, or NULL if the slot is free. */
@@ -219,18 +238,8 @@ struct session {
 	unsigned ops_pending; /* operations, lookups and replies that still refer to it */
 	struct uid_acct *acct;
 	struct rings rings;
-	struct idtab regions;  /* struct region * */
-	uint64_t region_bytes; /* the length of those */
-	/*
-	 * Ids of freed regions, oldest first, each with the completion ring's
-	 * producer index at the free: not handed out again before the client
-	 * has reaped that far (a completion written before the free may name
-	 * the id, and its library must not read it as a new region's).
-	 */
-	struct freed_id {
-		uint32_t id, cq_pos;
-	} * freed;
-	uint32_t freed_head, freed_n, freed_cap;
+	struct idtab regions;	/* struct region * */
+	uint64_t region_bytes;	/* the length of those */
 	struct idtab remotes;	/* struct export * */
 	struct idtab endpoints; /* struct endpoint * */
 	struct idtab dests;	/* struct dest * */
@@ -744,6 +753,17 @@ void session_release(struct session *s);
  * it for other users.
  */
 int session_name_check(const struct session *s, const char *name, const char *what);
+/*
+ * The client freed @id of table @t (taken with idtab_take()): hold it from
+ * reuse until the daemon has taken every submission made before (one may
+ * name the id: it fails -RP_EBADHANDLE instead of acting on a new object)
+ * and, @named_in_cq (regions), the client reaped every completion written
+ * before (one may name the id, and its library must not read it as the
+ * new region's).
+ */
+void session_id_hold(struct session *s, struct idtab *t, uint32_t id, bool named_in_cq);
+/* Before an add to @t: give back the held ids the rings passed (all, once @s has no rings). */
+void session_ids_reuse(struct session *s, struct idtab *t, uint32_t max);
 /* A registration job is done (core_job.done): answer it; frees @j. */
 void session_region_done(struct core_job *j);
 

@@ -47,6 +47,7 @@ int endpoint_bind(struct session *s, const char *name, bool restricted,
 	r = session_name_check(s, name, "endpoint");
 	if (r < 0)
 		return r;
+	session_ids_reuse(s, &s->endpoints, MAX_SESSION_ENDPOINTS);
 	if (endpoint_find(c, name))
 		return -EEXIST;
 	/* Each costs memory and makes every send's name lookup longer. */
@@ -80,11 +81,12 @@ int endpoint_bind(struct session *s, const char *name, bool restricted,
 
 int endpoint_unbind(struct session *s, uint32_t id)
 {
-	struct endpoint *ep = idtab_del(&s->endpoints, id);
+	struct endpoint *ep = idtab_take(&s->endpoints, id);
 	struct op *op;
 
 	if (!ep)
 		return -RP_EBADHANDLE;
+	session_id_hold(s, &s->endpoints, id, false);
 	nametab_del(&s->core->endpoint_names, &ep->node);
 	s->acct->endpoints--;
 	while ((op = ep->head)) {

@@ -700,6 +700,7 @@ void remote_opened(struct session *s, const struct rp_hdr *h, int status, const 
 		status = remote_link(c, rm);
 	}
 	if (status == 0) {
+		session_ids_reuse(s, &s->remotes, MAX_SESSION_HANDLES);
 		status = idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id);
 		if (status < 0)
 			remote_unlink(c, rm);

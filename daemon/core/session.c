@@ -172,51 +172,23 @@ int session_fd_lost(struct session *s, const struct rp_hdr *h)
 	return session_reply(s, h, -EMFILE, &rep, sizeof(rep), NULL, 0);
 }
 
-/*
- * Freed region ids the client has reaped past (or, with every id in use or
- * held, the oldest: a client that does not reap) go back in use.
- */
-static void freed_ids_reuse(struct session *s)
+void session_id_hold(struct session *s, struct idtab *t, uint32_t id, bool named_in_cq)
 {
 	struct rings *r = &s->rings;
-	uint32_t cons = r->base ? rp_ring_load(&r->v.cq->consumer) : 0;
-	struct freed_id *f;
 
-	while (s->freed_n) {
-		f = &s->freed[s->freed_head];
-		if (r->base && (int32_t)(cons - f->cq_pos) < 0 &&
-		    (s->regions.free || s->regions.n < MAX_SESSION_REGIONS))
-			break;
-		idtab_release(&s->regions, f->id);
-		s->freed_head = (s->freed_head + 1) % s->freed_cap;
-		s->freed_n--;
+	if (!r->base) {
+		idtab_release(t, id);
+		return;
 	}
+	idtab_hold(t, id, named_in_cq ? r->cq_tail : rp_ring_load(&r->v.cq->consumer),
+		   rp_ring_load(&r->v.sq->producer));
 }
 
-/* Region @id was freed: kept from reuse until the client reaped its completions. */
-static void freed_id_add(struct session *s, uint32_t id)
+void session_ids_reuse(struct session *s, struct idtab *t, uint32_t max)
 {
-	struct freed_id *v;
-	uint32_t cap, i;
+	struct rings *r = &s->rings;
 
-	if (s->freed_n == s->freed_cap) {
-		cap = s->freed_cap ? s->freed_cap * 2 : 16;
-		v = malloc(sizeof(*v) * cap);
-		if (!v) {
-			idtab_release(&s->regions, id); /* reused at once, as before */
-			return;
-		}
-		for (i = 0; i < s->freed_n; i++)
-			v[i] = s->freed[(s->freed_head + i) % s->freed_cap];
-		free(s->freed);
-		s->freed = v;
-		s->freed_cap = cap;
-		s->freed_head = 0;
-	}
-	v = &s->freed[(s->freed_head + s->freed_n) % s->freed_cap];
-	v->id = id;
-	v->cq_pos = s->rings.cq_tail;
-	s->freed_n++;
+	idtab_unhold(t, r->base ? rp_ring_load(&r->v.cq->consumer) : 0, r->sq_head, max, !r->base);
 }
 
 void session_region_done(struct core_job *cj)
@@ -228,7 +200,7 @@ void session_region_done(struct core_job *cj)
 	int status = region_job_done(j, &r);
 
 	if (status == 0) {
-		freed_ids_reuse(s);
+		session_ids_reuse(s, &s->regions, MAX_SESSION_REGIONS);
 		status = idtab_add(&s->regions, r, MAX_SESSION_REGIONS, &rep.id);
 		if (status < 0) {
 			region_unref(r);
@@ -251,7 +223,7 @@ static int handle_region_free(struct session *s, const struct rp_hdr *h, const s
 
 	if (!r)
 		return session_reply(s, h, -RP_EBADHANDLE, NULL, 0, NULL, 0);
-	freed_id_add(s, req->id);
+	session_id_hold(s, &s->regions, req->id, true);
 	s->region_bytes -= r->len;
 	r->s = NULL; /* what its ops report from now on names no id (op_end()) */
 	endpoints_cancel_region(s, r);
@@ -385,6 +357,13 @@ static int open_refused(struct session *s, const struct export *e)
 	return -RP_EEXPORT_DENIED;
 }
 
+/* A handle to local export @e, its id in *ret_id: 0 or <0. */
+static int remote_add(struct session *s, struct export *e, uint32_t *ret_id)
+{
+	session_ids_reuse(s, &s->remotes, MAX_SESSION_HANDLES);
+	return idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, ret_id);
+}
+
 static int handle_remote_open(struct session *s, const struct rp_hdr *h,
 			      const struct rp_name_req *req)
 {
@@ -405,7 +384,7 @@ static int handle_remote_open(struct session *s, const struct rp_hdr *h,
 		else if (!export_may_open_local(e, s))
 			status = open_refused(s, e);
 		else
-			status = idtab_add(&s->remotes, e, MAX_SESSION_HANDLES, &rep.id);
+			status = remote_add(s, e, &rep.id);
 	}
 	if (status == 0) {
 		export_ref(e);
@@ -417,10 +396,12 @@ static int handle_remote_open(struct session *s, const struct rp_hdr *h,
 
 static int handle_remote_close(struct session *s, const struct rp_hdr *h, const struct rp_id *req)
 {
-	struct export *e = idtab_del(&s->remotes, req->id);
+	struct export *e = idtab_take(&s->remotes, req->id);
 
-	if (e)
+	if (e) {
+		session_id_hold(s, &s->remotes, req->id, false);
 		export_unref(e);
+	}
 	return session_reply(s, h, e ? 0 : -RP_EBADHANDLE, NULL, 0, NULL, 0);
 }
 
@@ -580,9 +561,6 @@ void session_release(struct session *s)
 	release_table(s, &s->dests, drop_dest);
 	release_table(s, &s->regions, drop_region);
 	s->region_bytes = 0;
-	free(s->freed);
-	s->freed = NULL;
-	s->freed_n = s->freed_cap = s->freed_head = 0;
 	/* Its exports are gone with its regions: nothing reads its groups any more. */
 	session_set_groups(s, NULL, 0);
 	rings_free(&s->rings);

@@ -552,11 +552,10 @@ static void rewind_side(int k)
 	memset(r->v.cqes, 0, sizeof(*r->v.cqes) * r->v.cq_entries); /* their laps */
 	ts->s.rings.sq_head = ts->s.rings.cq_tail = 0;
 	r->sq_tail = r->cq_head = 0;
-	/* Freed region ids wait for the client to reap past ring indices rewound here. */
-	for (; ts->s.freed_n; ts->s.freed_n--) {
-		idtab_release(&ts->s.regions, ts->s.freed[ts->s.freed_head].id);
-		ts->s.freed_head = (ts->s.freed_head + 1) % ts->s.freed_cap;
-	}
+	/* Freed ids wait for the rings to pass indices rewound here. */
+	idtab_unhold(&ts->s.regions, 0, 0, 0, true);
+	idtab_unhold(&ts->s.remotes, 0, 0, 0, true);
+	idtab_unhold(&ts->s.endpoints, 0, 0, 0, true);
 	memset(&sides[k], 0, sizeof(sides[k]));
 	sides[k].ts = ts;
 }

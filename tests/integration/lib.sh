@@ -52,6 +52,18 @@ print("\n".join(str(s.getsockname()[1]) for s in ss))' "$1"
 }
 diag() { sed 's/^/# /' "$@"; }
 
+# The huge page pool (vm.nr_hugepages) is the machine's: the tests that size
+# it, take all of it or need much of it take turns (make check runs tests in
+# parallel). huge_lock before setting it, huge_unlock after restoring it.
+huge_lock() {
+	exec {T_HUGE_FD}>"${TMPDIR:-/tmp}/rdmaproxy-tests-hugepages.lock"
+	flock "$T_HUGE_FD"
+}
+huge_unlock() {
+	flock -u "$T_HUGE_FD"
+	exec {T_HUGE_FD}>&-
+}
+
 # metric_of SOCKET NAME: the value of the daemon's metric NAME (no labels).
 metric_of() {
 	"$top_builddir/tools/ctl/rdmaproxyctl" -s "$1" metrics | awk -v n="$2" '$1 == n {print $2}'

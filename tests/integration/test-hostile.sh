@@ -99,6 +99,7 @@ ok $? "64 processes of one user connecting at once are all served ($bad failed)"
 
 # --- a hugetlb region with its page punched out (SIGBUS) ----------------------------
 hp=/proc/sys/vm/nr_hugepages
+huge_lock
 old=$(cat $hp 2>/dev/null || echo 0)
 if [ "$(id -u)" -eq 0 ] && echo 4 >$hp 2>/dev/null && [ "$(cat $hp)" -ge 2 ]; then
 	"$H" hugebus >"$T_DIR/hb.out" 2>&1
@@ -125,6 +126,7 @@ else
 	echo "$old" >$hp 2>/dev/null
 	echo "ok $((T_N += 1)) # SKIP cannot reserve huge pages here (needs root)"
 fi
+huge_unlock
 
 stop_daemon "$PID"
 ok $? "SIGTERM: exit 0"

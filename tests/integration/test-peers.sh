@@ -160,6 +160,7 @@ diag "$T_DIR/load"
 
 # ---- hugetlb holes (page punched out, pool empty) on both ends of a link ----
 hp=/proc/sys/vm/nr_hugepages
+huge_lock
 old_hp=$(cat $hp 2>/dev/null || echo 0)
 if [ "$(id -u)" -eq 0 ] && echo 8 >$hp 2>/dev/null && [ "$(cat $hp)" -ge 4 ]; then
 	"$top_builddir/tests/helpers/hostile" hugepeer "$T_DIR/A.sock" "$T_DIR/B.sock" B \
@@ -235,6 +236,7 @@ else
 	echo "$old_hp" >$hp 2>/dev/null
 	for _ in 1 2 3; do echo "ok $((T_N += 1)) # SKIP cannot reserve 200 huge pages here (needs root)"; done
 fi
+huge_unlock
 
 # ---- a peer SIGKILLed in the middle of transfers ----
 spawn k B export k 1M 0

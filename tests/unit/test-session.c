@@ -673,6 +673,33 @@ static void test_idtab(void)
 		       idtab_add(&tab, &obj[1], 1, &id) == -ENOSPC,
 	       "a table of one");
 	idtab_free(&tab);
+
+	/* Held ids: back once both rings passed their positions, oldest first. */
+	for (i = 0; i < 4; i++)
+		idtab_add(&tab, &obj[i], 4, &id);
+	idtab_take(&tab, 2);
+	idtab_hold(&tab, 2, 10, 20);
+	idtab_take(&tab, 3);
+	idtab_hold(&tab, 3, 11, 21);
+	idtab_unhold(&tab, 10, 19, 8, false);
+	tap_ok(tab.held_n == 2 && !tab.free, "held: the SQ has not passed the first (19 < 20)");
+	idtab_unhold(&tab, 10, 25, 8, false);
+	tap_ok(tab.held_n == 1 && tab.free == 2,
+	       "both rings passed the first: back, not the second");
+	idtab_add(&tab, &obj[4], 4, &id);
+	tap_ok(id == 2 && !tab.free && tab.held_n == 1, "and used again");
+	idtab_unhold(&tab, 0, 0, 4, false);
+	tap_ok(tab.held_n == 0 && tab.free == 3,
+	       "with no free id below the maximum, the oldest comes back regardless");
+	idtab_add(&tab, &obj[5], 4, &id);
+	idtab_take(&tab, id);
+	idtab_hold(&tab, id, 0xfffffff0u, 5);
+	idtab_unhold(&tab, 0xffffffe0u, 5, 8, false);
+	tap_is_int(tab.held_n, 1, "a ring behind the position, across the wrap, keeps it");
+	idtab_unhold(&tab, 0x10, 5, 8, false);
+	tap_ok(tab.held_n == 0 && tab.free == id, "past it across the wrap gives it back");
+	idtab_free(&tab);
+	tap_ok(!tab.held && !tab.held_n && !tab.v, "freed with what it held");
 }
 
 int main(void)

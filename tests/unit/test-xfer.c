@@ -1220,6 +1220,72 @@ static void test_big_copy(void)
  * delivered; a receive is cancelled without a region, and one still posted
  * is not filled.
  */
+/*
+ * Submissions still waiting in the ring when the client closes the handle,
+ * unbinds the endpoint or frees the region they name: the id is not handed
+ * out again before the daemon took them, so they fail -RP_EBADHANDLE
+ * instead of acting on the new object that got the id.
+ */
+static void test_held_ids(void)
+{
+	struct th_session *c = th_session_new(&t, 1000, 1000), *d = th_session_new(&t, 1000, 1000);
+	uint32_t rc = 0, rd = 0, rd2 = 0, h = 0, h2 = 0, h3 = 0, ep = 0, ep2 = 0, ds = 0, rc2 = 0,
+		 rc3 = 0;
+	unsigned char *pc, *pd;
+	uint64_t wk, rk, fk;
+	int st;
+
+	if (th_hello(c) || th_hello(d) || th_region(c, PAGE, &rc, (void **)&pc) ||
+	    th_region(d, 2 * PAGE, &rd, (void **)&pd) ||
+	    th_export(d, rd, RP_ACCESS_REMOTE_WRITE, "held.a") || th_region(d, PAGE, &rd2, NULL) ||
+	    th_export(d, rd2, RP_ACCESS_REMOTE_WRITE, "held.b") ||
+	    th_remote_open(c, "", "held.a", &h))
+		abort();
+	memset(pc, 0x5a, PAGE);
+	memset(pd, 0, 2 * PAGE);
+	/* A WRITE to held.a waits in the ring; its handle is closed, held.b opened. */
+	wk = sub(c, sqe(RP_SQE_WRITE, rc, 0, h, 0, 8));
+	tap_is_int(th_remote_close(c, h), 0, "a handle closed with a WRITE still in the ring");
+	st = th_remote_open(c, "", "held.b", &h2);
+	tap_ok(st == 0 && h2 != h, "the next handle gets another id (%u, not %u)", h2, h);
+	th_run(c);
+	tap_ok(reap(c) == 1 && cqs[0].cookie == wk && cqs[0].status == -RP_EBADHANDLE,
+	       "the WRITE fails -RP_EBADHANDLE: it does not go to the new handle's export");
+	tap_is_int(th_remote_close(c, h2), 0, "that handle closed, nothing waiting");
+	st = th_remote_open(c, "", "held.a", &h3);
+	tap_ok(st == 0 && (h3 == h || h3 == h2),
+	       "once the ring moved past them, the ids are used again (%u)", h3);
+
+	/* A receive waits in the ring; its endpoint is unbound and another bound. */
+	if (th_ep_bind(d, "held.ep", &ep))
+		abort();
+	rk = sub(d, sqe(RP_SQE_POST_RECV, rd, 0, ep, 0, 64));
+	tap_is_int(th_ep_unbind(d, ep), 0, "an endpoint unbound with a receive still in the ring");
+	st = th_ep_bind(d, "held.ep2", &ep2);
+	tap_ok(st == 0 && ep2 != ep, "the next endpoint gets another id (%u, not %u)", ep2, ep);
+	th_run(d);
+	tap_ok(reap(d) == 1 && cqs[0].cookie == rk && cqs[0].status == -RP_EBADHANDLE,
+	       "the receive fails -RP_EBADHANDLE: it is not posted on the new endpoint");
+	if (th_dest_open(c, "", "held.ep2", &ds))
+		abort();
+	tap_is_int(status_of(c, sqe(RP_SQE_SEND, rc, 0, ds, 0, 8)), -RP_ENORECV,
+		   "a message to the new endpoint finds no receive");
+
+	/* A WRITE from a region waits in the ring; the region is freed, another made. */
+	if (th_region(c, PAGE, &rc2, NULL))
+		abort();
+	fk = sub(c, sqe(RP_SQE_WRITE, rc2, 0, h3, 0, 8));
+	tap_is_int(th_region_free(c, rc2), 0, "a region freed with a WRITE from it in the ring");
+	th_jobs_run(&t, TH_MAX_JOBS);
+	st = th_region(c, PAGE, &rc3, NULL);
+	tap_ok(st == 0 && rc3 != rc2, "the next region gets another id (%u, not %u)", rc3, rc2);
+	th_run(c);
+	tap_ok(reap(c) == 1 && cqs[0].cookie == fk && cqs[0].status == -RP_EBADHANDLE,
+	       "the WRITE fails -RP_EBADHANDLE: it does not write from the new region");
+	th_session_close(c);
+	th_session_close(d);
+}
+
 static void test_freed_ids(void)
 {
 	uint64_t was_bytes = t.cfg.max_registered_bytes;
@@ -1405,6 +1471,7 @@ int main(void)
 	test_self();
 	test_big_copy();
 	test_freed_ids();
+	test_held_ids();
 	test_notify();
 	test_doorbells();
 	test_batching();
