@@ -164,7 +164,8 @@ struct rp_completion {
  * /run/rdmaproxy/rdmaproxy.sock, else (non-root, when that does not exist)
  * $XDG_RUNTIME_DIR/rdmaproxy/rdmaproxy.sock. Negotiates the protocol and maps
  * the submission and completion rings.
- * Returns 0 and *ret; -ENOENT/-ECONNREFUSED (no daemon), -EPROTONOSUPPORT
+ * Returns 0 and *ret; -ENOENT/-ECONNREFUSED (no daemon), -EACCES (the
+ * socket's permissions), -ENAMETOOLONG (the path), -EPROTONOSUPPORT
  * (protocol versions do not overlap), -RP_EDENIED (user not allowed),
  * -RP_ELIMIT_CONN, -EPROTO (malformed reply), -ENOMEM.
  */
@@ -244,7 +245,7 @@ RP_EXPORT int rp_region_export_acl(struct rp_region *r, const char *name, unsign
  * next piece with -RP_EUNEXPORTED), and connected peers confirm they will
  * send nothing more (at most ~5 s for a peer that does not answer; a peer
  * still moving bytes of it ~10 s later loses its link, which ends them).
- * Returns 0; -ENOENT (not an export of @r), -EINVAL.
+ * Returns 0; -ENOENT (not an export of @r), -EINVAL, -RP_EDAEMON.
  */
 RP_EXPORT int rp_region_unexport(struct rp_region *r, const char *name);
 
@@ -336,8 +337,10 @@ RP_EXPORT int rp_post_recv(struct rp_endpoint *ep, struct rp_region *r, size_t o
  * node: local). Completion RP_OP_SEND; in it -RP_ENOENDPOINT, -RP_ENORECV
  * (nothing posted: not retried; or the receive it was arriving into was
  * cancelled, its region freed or its client gone: nobody got it),
- * -RP_ERECVSMALL, -RP_EENDPOINT_DENIED. Returns as rp_write(), plus
- * -RP_EPEERUNKNOWN / -RP_EPEERDOWN.
+ * -RP_ERECVSMALL, -RP_EENDPOINT_DENIED, -RP_EPEERDOWN. Returns as
+ * rp_write(), plus -RP_EPEERUNKNOWN, -ENOMEM, and -ENOSPC once this
+ * connection has sent to 65536 different endpoint names (they are kept for
+ * its life: reconnect to start again).
  */
 RP_EXPORT int rp_send(struct rp_client *c, const char *peer, const char *endpoint,
 		      struct rp_region *r, size_t off, size_t len, uint64_t cookie);

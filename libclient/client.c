@@ -132,8 +132,13 @@ static int put_name(char *dst, const char *name, bool empty_ok)
 	return 0;
 }
 
+/* Region ids fit 16 bits (rp_cqe.region): a bigger one is the daemon's error. */
+#define MAX_REGION_ID 65535u
+
 static int region_slot(struct rp_client *c, struct rp_region *r)
 {
+	if (r->id > MAX_REGION_ID)
+		return -EPROTO;
 	if (r->id > c->n_regions) {
 		uint32_t n = c->n_regions ? c->n_regions : 16;
 		struct rp_region **v;
@@ -220,6 +225,13 @@ RP_EXPORT int rp_region_alloc(struct rp_client *c, size_t len, unsigned flags,
 	if (err == 0) {
 		r->id = rep.id;
 		err = region_slot(c, r);
+		if (err < 0) {
+			/* Registered: give it back, or it counts against our limits until we leave.
+			 */
+			struct rp_id fr = { .id = rep.id };
+
+			client_request(c, RP_MSG_REGION_FREE, &fr, sizeof(fr), -1, NULL, 0);
+		}
 	}
 	if (err < 0)
 		goto out_unmap;

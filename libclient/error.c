@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* rp_strerror: one static explanation per code. */
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "rdmaproxy.h"
@@ -51,8 +52,10 @@ static const char *const rp_errors[RP_EMAX - RP_EBASE] = {
 
 RP_EXPORT const char *rp_strerror(int err)
 {
-	int e = err < 0 ? -err : err;
+	int e = err == INT_MIN ? 0 : err < 0 ? -err : err;
 
+	if (err == INT_MIN)
+		return "unknown error";
 	if (e == 0)
 		return "success";
 	if (e >= RP_EBASE && e < RP_EMAX && rp_errors[e - RP_EBASE])
@@ -65,7 +68,8 @@ RP_EXPORT const char *rp_strerror(int err)
 	case EAGAIN:
 		return "submission ring full: reap completions and retry";
 	case ECANCELED:
-		return "cancelled: the endpoint was unbound";
+		return "cancelled: its endpoint was unbound, its region freed or the daemon "
+		       "stopped";
 	default:
 		return strerror(e);
 	}
