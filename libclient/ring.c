@@ -145,7 +145,7 @@ static void ring_doorbell(int bell)
 {
 	uint64_t one = 1;
 
-	/* EAGAIN: the pipe is full, so the daemon has a wake-up pending. */
+	/* EAGAIN: its queue is full, so the daemon has a wake-up pending; ECONNREFUSED: gone. */
 	if (write(bell, &one, sizeof(one)) < 0) {
 	}
 }

@@ -106,14 +106,24 @@ void idtab_hold(struct idtab *t, uint32_t id, uint32_t cq_pos, uint32_t sq_pos)
 	t->held_n++;
 }
 
+/*
+ * Is consumer index @cons still short of @pos? A position is never more than
+ * a ring ahead of its consumer: one further ahead was passed long ago, and
+ * the indexes have wrapped since (2^31 operations later, a signed difference
+ * would call it ahead again).
+ */
+static bool short_of(uint32_t cons, uint32_t pos)
+{
+	return pos - cons - 1u < IDTAB_HELD_WINDOW;
+}
+
 void idtab_unhold(struct idtab *t, uint32_t cq_cons, uint32_t sq_cons, uint32_t max, bool all)
 {
 	const struct idtab_held *h;
 
 	while (t->held_n) {
 		h = &t->held[t->held_head];
-		if (!all &&
-		    ((int32_t)(cq_cons - h->cq_pos) < 0 || (int32_t)(sq_cons - h->sq_pos) < 0) &&
+		if (!all && (short_of(cq_cons, h->cq_pos) || short_of(sq_cons, h->sq_pos)) &&
 		    (t->free || t->n < max))
 			break;
 		idtab_release(t, h->id);

@@ -177,6 +177,8 @@ void idtab_release(struct idtab *t, uint32_t id);
  * (with no memory to remember it: at once).
  */
 void idtab_hold(struct idtab *t, uint32_t id, uint32_t cq_pos, uint32_t sq_pos);
+/* Larger than any ring: how far ahead of its consumer a position can be. */
+#define IDTAB_HELD_WINDOW 65536u
 /*
  * Release the held ids the rings passed (@cq_cons, @sq_cons), oldest first;
  * with @all, or with no free id left below @max, the oldest regardless.
@@ -208,11 +210,9 @@ struct rings {
 	size_t size;
 	struct rp_ring_view v;
 	/*
-	 * Doorbells: pipes. The daemon keeps the SQ's read end (sq_bell) and the
-	 * CQ's write end (cq_bell); the client gets the other ends (sq_client,
-	 * cq_client) at HELLO. Not eventfds: an eventfd has one open file
-	 * description for both sides, and a client that cleared its O_NONBLOCK
-	 * and filled the counter made the daemon's write(2) block its loop.
+	 * Doorbells: datagram socket pairs (rings.c). The daemon keeps one end
+	 * of each (sq_bell, which it reads; cq_bell, which it writes), the
+	 * client gets the other (sq_client, cq_client) at HELLO.
 	 */
 	int memfd, sq_bell, cq_bell, sq_client, cq_client;
 	uint32_t sq_head;     /* daemon's private consumer index */

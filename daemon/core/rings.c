@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A session's rings (rp-ring.h): the shared memory the client submits into
- * and reaps from, its two doorbells (pipes), and the completion slots. Every
+ * and reaps from, its two doorbells, and the completion slots. Every
  * accepted submission first reserves a completion slot, so the completion
  * ring can never overflow; notifications and receive completions for other
  * sessions reserve a slot there or fail the operation.
@@ -14,24 +14,34 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /*
- * A doorbell: a pipe, its ends non-blocking, each its own open file
- * description (the client cannot change the daemon's end). One page holds
- * 512 rings; a full pipe means a wake-up is pending anyway.
+ * A doorbell: an AF_UNIX datagram socket pair, each ring 8 bytes (what an
+ * eventfd took: clients read and write 8). Not an eventfd: that is one open
+ * file description for both sides, and a client that cleared its
+ * O_NONBLOCK and filled the counter made the daemon's write(2) block its
+ * loop. Not a pipe: a write with no reader left raises SIGPIPE, which kills
+ * a client writing its doorbell after the daemon went away, and a reader
+ * whose writer closed polls readable (hung up) for ever. A datagram pair
+ * has neither: a send to a closed end fails ECONNREFUSED, and a closed
+ * peer does not hang the other up. The daemon's end only reads (@daemon_reads)
+ * or only writes (shut for reading: the client cannot fill it).
  */
-static int bell_new(int *rd, int *wr)
+static int bell_new(int *daemon_end, int *client_end, bool daemon_reads)
 {
-	int p[2];
+	int sv[2];
 
-	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	if (fcntl(p[1], F_SETPIPE_SZ, (int)sysconf(_SC_PAGESIZE)) < 0) {
-		/* Kept at its default size: only the per-user pipe accounting differs. */
+	if (shutdown(sv[0], daemon_reads ? SHUT_WR : SHUT_RD) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -errno;
 	}
-	*rd = p[0];
-	*wr = p[1];
+	*daemon_end = sv[0];
+	*client_end = sv[1];
 	return 0;
 }
 
@@ -62,7 +72,8 @@ int rings_new(struct rings *r)
 	r->v.info->size = size;
 	/* The daemon starts asleep: the first submission must ring. */
 	rp_ring_arm(r->v.sq, RP_RING_NEED_WAKEUP);
-	if (bell_new(&r->sq_bell, &r->sq_client) < 0 || bell_new(&r->cq_client, &r->cq_bell) < 0)
+	if (bell_new(&r->sq_bell, &r->sq_client, true) < 0 ||
+	    bell_new(&r->cq_bell, &r->cq_client, false) < 0)
 		goto out_errno;
 	return 0;
 
@@ -122,13 +133,13 @@ void xfer_release(struct session *s)
 		s->rings.cq_reserved--;
 }
 
-/* Ring the client's completion doorbell (8 bytes, as an eventfd took: clients read 8). */
+/* Ring the client's completion doorbell (8 bytes: clients read 8). */
 static void ring(int bell)
 {
 	uint64_t one = 1;
 
-	if (write(bell, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the pipe is full, so the client has a wake-up pending. */
+	if (send(bell, &one, sizeof(one), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* EAGAIN: its queue is full, so the client has a wake-up pending. */
 	}
 }
 

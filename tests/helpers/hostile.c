@@ -27,6 +27,12 @@
  *                            completion doorbell, ask to be woken, submit
  *                            ops that fail at once; print "attacked", hold
  *                            until stdin closes (the daemon must not block)
+ *   hostile closebells       say HELLO, close the ring's fds (as rdmaproxyctl
+ *                            does), keep the connection until stdin closes
+ *   hostile stalldeath       fill both rings without reaping, print
+ *                            "stalled"; at a line on stdin (the daemon is
+ *                            dead by then) reap until the library says the
+ *                            daemon is gone: it must survive that
  *   hostile hold N           open N connections, never say HELLO, print
  *                            "holding"; for each line on stdin print how many
  *                            the daemon keeps; hold until stdin closes
@@ -589,6 +595,72 @@ static struct rp_client *writer(const char *name, struct rp_region **src, struct
 	return c;
 }
 
+/*
+ * What rdmaproxyctl does: say HELLO, close the ring's fds at once and keep
+ * the connection. Print "closed", hold until stdin closes.
+ */
+static int closebells(void)
+{
+	int fds[RP_HELLO_FDS] = { -1, -1, -1 }, raw, i;
+	char line[16];
+
+	raw = raw_hello_fds(getenv("RDMAPROXY_SOCKET"), RP_PROTO_VERSION_MAX, fds);
+	if (raw < 0)
+		return 2;
+	for (i = 0; i < RP_HELLO_FDS; i++)
+		close(fds[i]);
+	printf("closed\n");
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin))
+		;
+	close(raw);
+	return 0;
+}
+
+/*
+ * A client whose daemon dies while it has stopped taking this client's
+ * submissions for want of completion space (the client does not reap): fill
+ * both rings with writes, print "stalled" (the script kills the daemon),
+ * then reap until the library says the daemon is gone. Reaping tells a
+ * stalled daemon through the submission doorbell; with nobody left at the
+ * other end that must not kill this process (SIGPIPE). Prints what came.
+ */
+static int stalldeath(void)
+{
+	struct rp_completion cp[64];
+	struct rp_region *src;
+	struct rp_remote *rm;
+	struct rp_client *c = writer("stalldeath", &src, &rm);
+	long submitted = 0, ok = 0, failed = 0;
+	int n, again = 0, r;
+	char line[16];
+
+	while (again < 1000) {
+		r = rp_write(c, src, 0, rm, 0, 8, (uint64_t)submitted, 0);
+		if (r == -EAGAIN) {
+			again++;
+			usleep(1000);
+			continue;
+		}
+		if (r < 0)
+			return 2;
+		submitted++;
+		again = 0;
+	}
+	printf("stalled submitted=%ld\n", submitted);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 2;
+	while ((n = rp_wait(c, cp, 64, 10000)) > 0)
+		for (r = 0; r < n; r++) {
+			ok += cp[r].status == 0;
+			failed += cp[r].status != 0;
+		}
+	printf("after ok=%ld failed=%ld last=%d\n", ok, failed, n);
+	rp_disconnect(c);
+	return 0;
+}
+
 /* One 4 KiB write of @src to @rm: *@done counts those that succeeded. 0, or -1 (failed). */
 static int write_one(struct rp_client *c, struct rp_region *src, struct rp_remote *rm, long *done)
 {
@@ -978,6 +1050,10 @@ int main(int argc, char **argv)
 		return notifyfull(atoi(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "bellblock"))
 		return bellblock();
+	if (argc == 2 && !strcmp(argv[1], "closebells"))
+		return closebells();
+	if (argc == 2 && !strcmp(argv[1], "stalldeath"))
+		return stalldeath();
 	if (argc == 2 && !strcmp(argv[1], "regs"))
 		return regs();
 	if ((argc == 4 || (argc == 5 && !strcmp(argv[4], "free"))) && !strcmp(argv[1], "regflood"))

@@ -47,6 +47,26 @@ ok $? "a client that makes its doorbells blocking and fills them: 64 of its ops 
 exec {bell_fd}>&-
 wait "$bell"
 
+# --- a client that closes its doorbells at once, as rdmaproxyctl does ----------
+# (With pipes for doorbells, the daemon's end of a closed one polled readable
+# for ever, and the daemon's loop spun.) CPU over 2 s, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$PID/stat"; }
+hz=$(getconf CLK_TCK)
+mkfifo "$T_DIR/cb"
+"$H" closebells <"$T_DIR/cb" >"$T_DIR/cb.out" 2>&1 &
+cb=$!
+exec {cb_fd}>"$T_DIR/cb"
+wait_for 10 grep -q '^closed' "$T_DIR/cb.out"
+t0=$(cpu_ticks)
+sleep 2
+t1=$(cpu_ticks)
+"$HELPERS/rp-probe" "$SOCK" status >/dev/null
+r=$?
+exec {cb_fd}>&-
+wait "$cb"
+[ $r -eq 0 ] && [ $((t1 - t0)) -lt $((hz / 5)) ]
+ok $? "a client that closed its doorbells at once: the daemon idles ($((t1 - t0)) of $((2 * hz)) ticks in 2 s)"
+
 # --- connections that never say HELLO --------------------------------------------
 nfds() { ls "/proc/$PID/fd" | wc -l; }
 fds_at_most() { [ "$(nfds)" -le "$1" ]; }
@@ -130,4 +150,27 @@ huge_unlock
 
 stop_daemon "$PID"
 ok $? "SIGTERM: exit 0"
+
+# --- a client whose daemon dies while stalled on it --------------------------
+# The client filled both rings without reaping (the daemon stopped taking its
+# submissions); the daemon is killed; reaping then tells the stalled daemon
+# through the submission doorbell, with nobody at the other end: that must
+# not kill the client (SIGPIPE), which gets its completions and RP_EDAEMON.
+start_daemon "$LOG.2" -c "$CONF"
+PID=$T_LAST_PID
+wait_for 10 "$HELPERS/rp-probe" "$SOCK" status
+mkfifo "$T_DIR/sd"
+"$H" stalldeath <"$T_DIR/sd" >"$T_DIR/sd.out" 2>&1 &
+sd=$!
+exec {sd_fd}>"$T_DIR/sd"
+wait_for 60 grep -q '^stalled' "$T_DIR/sd.out"
+kill -KILL "$PID"
+wait "$PID" 2>/dev/null
+echo go >&$sd_fd
+wait "$sd"
+r=$?
+exec {sd_fd}>&-
+diag "$T_DIR/sd.out"
+[ $r -eq 0 ] && grep -q "^after ok=[0-9]* failed=[0-9]* last=-$((4096 + 10))$" "$T_DIR/sd.out"
+ok $? "a client stalled on a daemon that dies survives its reaping and gets RP_EDAEMON (exit $r)"
 t_done

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -204,14 +205,16 @@ static void test_hello_versions(void)
 	th_session_close(ts);
 }
 
-/* A pipe end, open for @mode (O_RDONLY, O_WRONLY) and non-blocking. */
-static bool is_pipe_end(int fd, int mode)
+/* A non-blocking AF_UNIX datagram socket. */
+static bool is_bell(int fd)
 {
+	int type = 0, fl = fcntl(fd, F_GETFL);
+	socklen_t len = sizeof(type);
 	struct stat st;
-	int fl = fcntl(fd, F_GETFL);
 
-	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && fl >= 0 && (fl & O_ACCMODE) == mode &&
-	       (fl & O_NONBLOCK);
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	       getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_DGRAM &&
+	       fl >= 0 && (fl & O_NONBLOCK);
 }
 
 static void test_hello_fds(void)
@@ -231,8 +234,8 @@ static void test_hello_fds(void)
 	tap_ok(seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) ==
 				     (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
 	       "sealed against resizing and further seals");
-	tap_ok(is_pipe_end(ts->fds[1], O_WRONLY) && is_pipe_end(ts->fds[2], O_RDONLY),
-	       "the other two are doorbell pipe ends: the SQ's to write, the CQ's to read");
+	tap_ok(is_bell(ts->fds[1]) && is_bell(ts->fds[2]),
+	       "the other two are doorbells: datagram sockets, non-blocking");
 	tap_ok(ts->fds[1] != ts->fds[2], "two distinct doorbells");
 	tap_ok(ts->s.rings.memfd == -1 && ts->s.rings.sq_client == -1 &&
 		       ts->s.rings.cq_client == -1,
@@ -243,14 +246,18 @@ static void test_hello_fds(void)
 
 		/* What a hostile client did to an eventfd it shared with the daemon. */
 		fcntl(ts->fds[2], F_SETFL, fl & ~O_NONBLOCK);
-		tap_ok(write(ts->fds[2], &one, sizeof(one)) < 0 &&
+		tap_ok(write(ts->fds[2], &one, sizeof(one)) < 0 && errno == EPIPE &&
 			       (fcntl(ts->s.rings.cq_bell, F_GETFL) & O_NONBLOCK),
-		       "the client cannot write its completion doorbell, nor make the daemon's "
-		       "end blocking");
+		       "the client cannot write into its completion doorbell, nor make the "
+		       "daemon's end blocking");
 		fcntl(ts->fds[2], F_SETFL, fl);
 		tap_ok(write(ts->fds[1], &one, sizeof(one)) == sizeof(one) &&
 			       read(ts->s.rings.sq_bell, &v, sizeof(v)) == sizeof(v) && v == 1,
 		       "its submission doorbell reaches the daemon's end");
+		close(ts->s.rings.sq_bell);
+		ts->s.rings.sq_bell = -1;
+		tap_ok(write(ts->fds[1], &one, sizeof(one)) < 0 && errno == ECONNREFUSED,
+		       "with the daemon's end gone, a ring fails ECONNREFUSED (no SIGPIPE)");
 	}
 	tap_ok(rep->magic == RP_PROTO_MAGIC && rep->client_id == ts->s.id &&
 		       !strcmp(rep->node_name, TH_NODE) && rep->transport == RP_WIRE_TRANSPORT_TCP,
@@ -698,6 +705,12 @@ static void test_idtab(void)
 	tap_is_int(tab.held_n, 1, "a ring behind the position, across the wrap, keeps it");
 	idtab_unhold(&tab, 0x10, 5, 8, false);
 	tap_ok(tab.held_n == 0 && tab.free == id, "past it across the wrap gives it back");
+	idtab_add(&tab, &obj[6], 4, &id);
+	idtab_take(&tab, id);
+	idtab_hold(&tab, id, 100, 100);
+	idtab_unhold(&tab, 100 + 0x80000001u, 100 + 0x80000001u, 8, false);
+	tap_ok(tab.held_n == 0,
+	       "passed 2^31 operations ago (a signed difference says ahead): given back");
 	idtab_free(&tab);
 	tap_ok(!tab.held && !tab.held_n && !tab.v, "freed with what it held");
 }
