@@ -132,6 +132,25 @@ void idtab_unhold(struct idtab *t, uint32_t cq_cons, uint32_t sq_cons, uint32_t 
 	}
 }
 
+void session_id_hold(struct session *s, struct idtab *t, uint32_t id, bool named_in_cq)
+{
+	struct rings *r = &s->rings;
+
+	if (!r->base) {
+		idtab_release(t, id);
+		return;
+	}
+	idtab_hold(t, id, named_in_cq ? r->cq_tail : rp_ring_load(&r->v.cq->consumer),
+		   rp_ring_load(&r->v.sq->producer));
+}
+
+void session_ids_reuse(struct session *s, struct idtab *t, uint32_t max)
+{
+	struct rings *r = &s->rings;
+
+	idtab_unhold(t, r->base ? rp_ring_load(&r->v.cq->consumer) : 0, r->sq_head, max, !r->base);
+}
+
 void idtab_free(struct idtab *t)
 {
 	free(t->v);

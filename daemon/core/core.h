@@ -345,6 +345,18 @@ int session_reply_flags(struct session *s, const struct rp_hdr *req, int status,
 /* 1..RP_NAME_MAX-1 characters from [A-Za-z0-9._-], NUL-padded to @size. */
 bool name_valid(const char *name, size_t size);
 
+/*
+ * The client freed @id of table @t (taken with idtab_take()): hold it from
+ * reuse until the daemon has taken every submission made before (one may
+ * name the id: it fails -RP_EBADHANDLE instead of acting on a new object)
+ * and, @named_in_cq (regions), the client reaped every completion written
+ * before (one may name the id, and its library must not read it as the
+ * new region's).
+ */
+void session_id_hold(struct session *s, struct idtab *t, uint32_t id, bool named_in_cq);
+/* Before an add to @t: give back the held ids the rings passed (all, once @s has no rings). */
+void session_ids_reuse(struct session *s, struct idtab *t, uint32_t max);
+
 /* ---- rings.c ---- */
 
 int rings_new(struct rings *r);
@@ -753,17 +765,6 @@ void session_release(struct session *s);
  * it for other users.
  */
 int session_name_check(const struct session *s, const char *name, const char *what);
-/*
- * The client freed @id of table @t (taken with idtab_take()): hold it from
- * reuse until the daemon has taken every submission made before (one may
- * name the id: it fails -RP_EBADHANDLE instead of acting on a new object)
- * and, @named_in_cq (regions), the client reaped every completion written
- * before (one may name the id, and its library must not read it as the
- * new region's).
- */
-void session_id_hold(struct session *s, struct idtab *t, uint32_t id, bool named_in_cq);
-/* Before an add to @t: give back the held ids the rings passed (all, once @s has no rings). */
-void session_ids_reuse(struct session *s, struct idtab *t, uint32_t max);
 /* A registration job is done (core_job.done): answer it; frees @j. */
 void session_region_done(struct core_job *j);
 

@@ -44,9 +44,6 @@ int endpoint_bind(struct session *s, const char *name, bool restricted,
 	struct endpoint *ep;
 	int r;
 
-	r = session_name_check(s, name, "endpoint");
-	if (r < 0)
-		return r;
 	session_ids_reuse(s, &s->endpoints, MAX_SESSION_ENDPOINTS);
 	if (endpoint_find(c, name))
 		return -EEXIST;

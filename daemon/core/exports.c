@@ -214,10 +214,7 @@ int export_add(struct session *s, const struct rp_hdr *h, struct region *r, cons
 	struct core *c = s->core;
 	struct mr_job *j = NULL;
 	struct export *e;
-	int status = session_name_check(s, name, "export");
 
-	if (status < 0)
-		return status;
 	if (name_taken(c, name))
 		return -EEXIST;
 	/* A client has one request out at a time: more is pipelining to fill the thread pool. */

@@ -172,25 +172,6 @@ int session_fd_lost(struct session *s, const struct rp_hdr *h)
 	return session_reply(s, h, -EMFILE, &rep, sizeof(rep), NULL, 0);
 }
 
-void session_id_hold(struct session *s, struct idtab *t, uint32_t id, bool named_in_cq)
-{
-	struct rings *r = &s->rings;
-
-	if (!r->base) {
-		idtab_release(t, id);
-		return;
-	}
-	idtab_hold(t, id, named_in_cq ? r->cq_tail : rp_ring_load(&r->v.cq->consumer),
-		   rp_ring_load(&r->v.sq->producer));
-}
-
-void session_ids_reuse(struct session *s, struct idtab *t, uint32_t max)
-{
-	struct rings *r = &s->rings;
-
-	idtab_unhold(t, r->base ? rp_ring_load(&r->v.cq->consumer) : 0, r->sq_head, max, !r->base);
-}
-
 void session_region_done(struct core_job *cj)
 {
 	struct region_job *j = (struct region_job *)cj;
@@ -242,9 +223,13 @@ static int export_status(struct session *s, const struct rp_hdr *h, const struct
 {
 	struct region *r = idtab_get(&s->regions, req->region);
 	uint32_t all = RP_ACCESS_REMOTE_READ | RP_ACCESS_REMOTE_WRITE;
+	int status;
 
 	if (!name_valid(req->name, sizeof(req->name)))
 		return -EINVAL;
+	status = session_name_check(s, req->name, "export");
+	if (status < 0)
+		return status;
 	if (!r)
 		return -RP_EBADHANDLE;
 	if (!req->access || (req->access & ~all))
@@ -411,6 +396,8 @@ static int handle_ep_bind(struct session *s, const struct rp_hdr *h, const struc
 	int status = -EINVAL;
 
 	if (name_valid(req->name, sizeof(req->name)))
+		status = session_name_check(s, req->name, "endpoint");
+	if (status == 0)
 		status = endpoint_bind(s, req->name, false, NULL, &rep.id);
 	return session_reply(s, h, status, &rep, sizeof(rep), NULL, 0);
 }
@@ -431,6 +418,8 @@ static int handle_ep_bind_acl(struct session *s, const struct rp_hdr *h,
 	if (status == 0 &&
 	    (req->x.region || req->x.access || !name_valid(req->x.name, sizeof(req->x.name))))
 		status = -EINVAL;
+	if (status == 0)
+		status = session_name_check(s, req->x.name, "endpoint");
 	if (status == 0)
 		status = endpoint_bind(s, req->x.name, true, acl, &rep.id);
 	free(acl);
