@@ -96,8 +96,9 @@ _Static_assert(sizeof(struct rp_hello) == 16, "rp_hello");
  * the rings (rp-ring.h, ring_size bytes), the submission doorbell (client
  * writes 8 bytes) and the completion doorbell (client reads; the daemon
  * writes 8 bytes). Earlier daemons sent eventfds; now these are the
- * client's ends of two AF_UNIX datagram socket pairs, whose other ends
- * only the daemon holds: reading and writing 8 bytes suits both.
+ * client's end of an AF_UNIX datagram socket pair and the read end of a
+ * pipe, whose other ends only the daemon holds: reading and writing 8
+ * bytes suits both.
  * Other refusals: -EACCES (user not allowed), -RP_ELIMIT_CONN.
  */
 struct rp_hello_reply {

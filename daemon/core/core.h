@@ -210,9 +210,9 @@ struct rings {
 	size_t size;
 	struct rp_ring_view v;
 	/*
-	 * Doorbells: datagram socket pairs (rings.c). The daemon keeps one end
-	 * of each (sq_bell, which it reads; cq_bell, which it writes), the
-	 * client gets the other (sq_client, cq_client) at HELLO.
+	 * Doorbells (rings.c): the daemon keeps one end of each (sq_bell, a
+	 * datagram socket it reads; cq_bell, a pipe it writes), the client gets
+	 * the other (sq_client, cq_client) at HELLO.
 	 */
 	int memfd, sq_bell, cq_bell, sq_client, cq_client;
 	uint32_t sq_head;     /* daemon's private consumer index */

@@ -18,30 +18,53 @@
 #include <unistd.h>
 
 /*
- * A doorbell: an AF_UNIX datagram socket pair, each ring 8 bytes (what an
- * eventfd took: clients read and write 8). Not an eventfd: that is one open
- * file description for both sides, and a client that cleared its
- * O_NONBLOCK and filled the counter made the daemon's write(2) block its
- * loop. Not a pipe: a write with no reader left raises SIGPIPE, which kills
- * a client writing its doorbell after the daemon went away, and a reader
- * whose writer closed polls readable (hung up) for ever. A datagram pair
- * has neither: a send to a closed end fails ECONNREFUSED, and a closed
- * peer does not hang the other up. The daemon's end only reads (@daemon_reads)
- * or only writes (shut for reading: the client cannot fill it).
+ * The doorbells; each ring is 8 bytes (what an eventfd took: clients read
+ * and write 8). Not eventfds: an eventfd is one open file description for
+ * both sides, and a client that cleared its O_NONBLOCK and filled the
+ * counter made the daemon's next write(2) block its loop. Each end here is
+ * its own description.
+ *
+ * The submission doorbell (the client rings, the daemon reads) is an
+ * AF_UNIX datagram socket pair, shut for writing on the daemon's end: a
+ * ring after the daemon went away fails ECONNREFUSED (a pipe would kill the
+ * client with SIGPIPE), and a client that closes its end does not leave
+ * ours readable for ever (a pipe's would be, at end-of-file, and the loop
+ * would spin).
+ *
+ * The completion doorbell (the daemon rings, the client reads) is a pipe:
+ * a client sleeping in rp_wait() for each completion is woken ~2.8 us
+ * sooner than through a datagram pair (host, sync 8 B writes, 1.7-1.9 us
+ * against 4.6-4.7). The client cannot write into its end, and a ring after
+ * the client closed it fails EPIPE (SIGPIPE is ignored in the daemon).
  */
-static int bell_new(int *daemon_end, int *client_end, bool daemon_reads)
+static int sq_bell_new(int *daemon_end, int *client_end)
 {
 	int sv[2];
 
 	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	if (shutdown(sv[0], daemon_reads ? SHUT_WR : SHUT_RD) < 0) {
+	if (shutdown(sv[0], SHUT_WR) < 0) {
 		close(sv[0]);
 		close(sv[1]);
 		return -errno;
 	}
 	*daemon_end = sv[0];
 	*client_end = sv[1];
+	return 0;
+}
+
+static int cq_bell_new(int *daemon_end, int *client_end)
+{
+	int p[2];
+
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -errno;
+	/* One page holds 512 rings; a full pipe means a wake-up is pending anyway. */
+	if (fcntl(p[1], F_SETPIPE_SZ, (int)sysconf(_SC_PAGESIZE)) < 0) {
+		/* Kept at its default size. */
+	}
+	*daemon_end = p[1];
+	*client_end = p[0];
 	return 0;
 }
 
@@ -72,8 +95,8 @@ int rings_new(struct rings *r)
 	r->v.info->size = size;
 	/* The daemon starts asleep: the first submission must ring. */
 	rp_ring_arm(r->v.sq, RP_RING_NEED_WAKEUP);
-	if (bell_new(&r->sq_bell, &r->sq_client, true) < 0 ||
-	    bell_new(&r->cq_bell, &r->cq_client, false) < 0)
+	if (sq_bell_new(&r->sq_bell, &r->sq_client) < 0 ||
+	    cq_bell_new(&r->cq_bell, &r->cq_client) < 0)
 		goto out_errno;
 	return 0;
 
@@ -138,8 +161,8 @@ static void ring(int bell)
 {
 	uint64_t one = 1;
 
-	if (send(bell, &one, sizeof(one), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-		/* EAGAIN: its queue is full, so the client has a wake-up pending. */
+	if (write(bell, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the pipe is full, so the client has a wake-up pending; EPIPE: gone. */
 	}
 }
 
