@@ -8,7 +8,6 @@
 #include "clients.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,8 +243,6 @@ static const struct core_glue_ops glue_ops = {
 
 int clients_new(const struct clients_env *env, struct clients **ret)
 {
-	/* A completion doorbell (a pipe) rung after its client closed it: EPIPE, not death. */
-	signal(SIGPIPE, SIG_IGN);
 	struct clients *c = calloc(1, sizeof(*c));
 	uv_loop_t *loop = env->loop;
 	int r;

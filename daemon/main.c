@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,6 +175,12 @@ static int run(int argc, char **argv)
 		return r;
 	if (o.check)
 		return check_config(o.config);
+	/*
+	 * EPIPE, not death: libuv writes to TCP sockets without MSG_NOSIGNAL (a
+	 * peer that dies with writes pending), and a client's completion
+	 * doorbell is a pipe it may have closed (rings.c).
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	log_init();
 	config = absolute_path(o.config);
 	if (!config) {

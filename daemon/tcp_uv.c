@@ -23,7 +23,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -734,11 +733,6 @@ int tcp_transport_new(uv_loop_t *loop, struct evloop *ev, void (*on_bytes)(void 
 		free(t);
 		return -ENOMEM;
 	}
-	/*
-	 * libuv writes to TCP sockets without MSG_NOSIGNAL: a peer that dies with
-	 * writes pending would kill the daemon with SIGPIPE. EPIPE is handled.
-	 */
-	signal(SIGPIPE, SIG_IGN);
 	t->base.ops = &tcp_ops;
 	t->loop = loop;
 	t->ev = ev;

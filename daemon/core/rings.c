@@ -35,7 +35,7 @@
  * a client sleeping in rp_wait() for each completion is woken ~2.8 us
  * sooner than through a datagram pair (host, sync 8 B writes, 1.7-1.9 us
  * against 4.6-4.7). The client cannot write into its end, and a ring after
- * the client closed it fails EPIPE (SIGPIPE is ignored in the daemon).
+ * the client closed it fails EPIPE (the daemon ignores SIGPIPE: main.c).
  */
 static int sq_bell_new(int *daemon_end, int *client_end)
 {
@@ -173,7 +173,7 @@ void xfer_give_back(struct session *s)
 	xfer_release(s);
 	/*
 	 * No entry comes of it, so the client has nothing to reap, and a reap
-	 * is what rings a stalled ring's doorbell: ring it for the client.
+	 * is what rings a stalled ring's doorbell: have the ring polled instead.
 	 */
 	if (!s->dead && r->base && rp_ring_take_wakeup(r->v.sq, RP_RING_STALLED) &&
 	    s->core->glue->kick)

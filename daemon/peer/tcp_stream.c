@@ -189,6 +189,18 @@ int tstream_send_ctrl(struct xconn *x, const void *msg, size_t len)
 	return st->io->write(st, msg, len, NULL, 0, NULL, NULL);
 }
 
+/* @op's request @id is on the wire: its answer comes after those of the ops before it. */
+static void op_queue(struct tstream *st, struct peer_op *op, uint64_t id)
+{
+	OP_ID(op) = id;
+	OP_NEXT(op) = NULL;
+	if (st->tail)
+		OP_NEXT(st->tail) = op;
+	else
+		st->head = op;
+	st->tail = op;
+}
+
 /*
  * Send @op, or its next piece (at OP_DONE): 0, or <0 when nothing of this
  * piece was queued (-ECONNABORTED: part of it went out before the rest could
@@ -272,13 +284,7 @@ static int send_op(struct tstream *st, struct peer_op *op)
 		op->fate = done ? PEER_OP_POSTED : PEER_OP_QUEUED;
 		return r;
 	}
-	OP_ID(op) = id;
-	OP_NEXT(op) = NULL;
-	if (st->tail)
-		OP_NEXT(st->tail) = op;
-	else
-		st->head = op;
-	st->tail = op;
+	op_queue(st, op, id);
 	if (r == -ECONNABORTED)
 		/* Part of it is on the wire: its outcome is unknown when the link goes. */
 		sfail(st, -ENOMEM, "cannot queue the rest of a write");
@@ -319,15 +325,9 @@ static int send_notify(struct tstream *st, struct peer_op *op)
 	r = st->io->write(st, &m, sizeof(m), NULL, 0, NULL, NULL);
 	if (r < 0)
 		return r;
-	OP_ID(op) = ++st->next_id;
 	OP_DONE(op) = op->len;
 	OP_PIECE(op) = 0;
-	OP_NEXT(op) = NULL;
-	if (st->tail)
-		OP_NEXT(st->tail) = op;
-	else
-		st->head = op;
-	st->tail = op;
+	op_queue(st, op, ++st->next_id);
 	return 0;
 }
 
@@ -531,12 +531,7 @@ static void on_reply(struct tstream *st, const struct pp_hdr *h)
 		return;
 	}
 	memcpy(&m, st->fixed, sizeof(m));
-	if (h->type == PP_NOTIFY_R) {
-		piece_end(op);
-		peer_x_op_done(op, m.status);
-		return;
-	}
-	piece_done(st, op, m.status);
+	piece_done(st, op, m.status); /* after a NOTIFY_R (OP_DONE at the end): reported */
 }
 
 /* A whole fixed part is in st->fixed: act on it. */
